@@ -1,0 +1,126 @@
+#include "arena.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device.h"
+#include "log.h"
+
+static void arena_destroy(struct ruda_ref *ref)
+{
+	struct ruda_arena *a = (struct ruda_arena *)ref;
+	VkDevice vk = a->device->vk;
+	if (a->buffer)
+		vkDestroyBuffer(vk, a->buffer, NULL);
+	if (a->memory)
+		vkFreeMemory(vk, a->memory, NULL);
+	if (a->map)
+		munmap(a->map, a->size);
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+}
+
+static int arena_import(struct ruda_arena *a)
+{
+	struct ruda_device *d = a->device;
+	VkMemoryHostPointerPropertiesEXT host = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
+	};
+	VkResult r = d->get_memory_host_pointer_properties(
+		d->vk, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, a->map, &host);
+	if (r != VK_SUCCESS)
+		return -EIO;
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+	};
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = &external,
+		.size = a->size,
+		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	if (vkCreateBuffer(d->vk, &info, NULL, &a->buffer) != VK_SUCCESS)
+		return -EIO;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(d->vk, a->buffer, &req);
+	int type = ruda__device_memory_type(d, req.memoryTypeBits & host.memoryTypeBits,
+					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+					    0);
+	if (type < 0)
+		return -ENOTSUP;
+	VkImportMemoryHostPointerInfoEXT import = {
+		.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+		.pHostPointer = a->map,
+	};
+	VkMemoryAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = &import,
+		.allocationSize = a->size,
+		.memoryTypeIndex = (uint32_t)type,
+	};
+	if (vkAllocateMemory(d->vk, &alloc, NULL, &a->memory) != VK_SUCCESS)
+		return -ENOMEM;
+	if (vkBindBufferMemory(d->vk, a->buffer, a->memory, 0) != VK_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena **out)
+{
+	uint64_t align = d->import_alignment > 4096 ? d->import_alignment : 4096;
+	size = (size + align - 1) / align * align;
+	struct ruda_arena *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->device = d;
+	a->size = size;
+	a->fd = memfd_create("ruda-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ruda_ref_init(&a->ref, arena_destroy);
+	int err = 0;
+	if (a->fd < 0 || ftruncate(a->fd, (off_t)size) < 0 ||
+	    fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		err = -errno;
+	if (!err) {
+		/* the mapping is page aligned, as the import requires */
+		void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+		if (map == MAP_FAILED)
+			err = -errno;
+		else
+			a->map = map;
+	}
+	if (!err)
+		err = arena_import(a);
+	if (err) {
+		log_error("device %u: cannot create a %llu-byte arena: %d", d->index,
+			  (unsigned long long)size, err);
+		ruda_ref_put(&a->ref);
+		return err;
+	}
+	struct ruda_arena_header *h = ruda__arena_header(a);
+	h->magic = RUDA_ARENA_MAGIC;
+	h->version = RUDA_ARENA_VERSION;
+	atomic_store(&h->completed_request, 0);
+	*out = a;
+	return 0;
+}
+
+int ruda__arena_contains(const struct ruda_arena *a, uint64_t offset, uint64_t size)
+{
+	return offset >= RUDA_ARENA_DATA_OFFSET && offset <= a->size && size <= a->size - offset;
+}
+
+void ruda__arena_publish(struct ruda_arena *a, uint64_t request)
+{
+	struct ruda_arena_header *h = ruda__arena_header(a);
+	uint64_t old = atomic_load_explicit(&h->completed_request, memory_order_relaxed);
+	if (request > old)
+		atomic_store_explicit(&h->completed_request, request, memory_order_release);
+}

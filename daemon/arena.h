@@ -1,0 +1,41 @@
+/*
+ * A session's shared-memory arena: a memfd that rudad creates, sizes and
+ * seals against shrinking and growing before the client sees it, mapped
+ * here and imported into Vulkan (VK_EXT_external_memory_host) so copies
+ * to and from device buffers are one DMA from the client's pages.
+ */
+#ifndef RUDA_ARENA_H
+#define RUDA_ARENA_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "../proto/arena_header.h"
+#include "ref.h"
+
+struct ruda_device;
+
+struct ruda_arena {
+	struct ruda_ref ref;
+	struct ruda_device *device; /* borrowed */
+	int fd;                     /* owned */
+	uint8_t *map;
+	uint64_t size;
+	VkDeviceMemory memory;
+	VkBuffer buffer; /* the whole arena, as a transfer source and target */
+};
+
+int ruda__arena_create(struct ruda_device *device, uint64_t size, struct ruda_arena **out);
+
+static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *arena)
+{
+	return (struct ruda_arena_header *)arena->map;
+}
+
+/* Whether [offset, offset + size) lies in the arena's data space. */
+int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
+
+/* Tell the client it may reuse arena bytes of requests up to `request`. */
+void ruda__arena_publish(struct ruda_arena *arena, uint64_t request);
+
+#endif

@@ -1,0 +1,564 @@
+#include "device.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ruda/ruda.h>
+
+#include "log.h"
+
+/* How long the completion thread sleeps in one vkWaitSemaphores, so it
+ * notices a stop request. */
+#define COMPLETION_POLL_NS (100u * 1000u * 1000u)
+
+int ruda__vulkan_init(struct ruda_vulkan *vk)
+{
+	memset(vk, 0, sizeof(*vk));
+	VkApplicationInfo app = {
+		.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+		.pApplicationName = "rudad",
+		.pEngineName = "ruda",
+		.apiVersion = VK_API_VERSION_1_2,
+	};
+	VkInstanceCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+		.pApplicationInfo = &app,
+	};
+	VkResult r = vkCreateInstance(&info, NULL, &vk->instance);
+	if (r != VK_SUCCESS) {
+		log_error("vkCreateInstance failed: %d (is a Vulkan driver installed?)", r);
+		return -ENODEV;
+	}
+	vkEnumeratePhysicalDevices(vk->instance, &vk->nphysical, NULL);
+	vk->physical = calloc(vk->nphysical ? vk->nphysical : 1, sizeof(*vk->physical));
+	if (!vk->physical) {
+		vkDestroyInstance(vk->instance, NULL);
+		return -ENOMEM;
+	}
+	vkEnumeratePhysicalDevices(vk->instance, &vk->nphysical, vk->physical);
+	return 0;
+}
+
+void ruda__vulkan_finish(struct ruda_vulkan *vk)
+{
+	free(vk->physical);
+	if (vk->instance)
+		vkDestroyInstance(vk->instance, NULL);
+	memset(vk, 0, sizeof(*vk));
+}
+
+static int device_type_rank(VkPhysicalDeviceType type)
+{
+	switch (type) {
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+	case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+	default: return 0;
+	}
+}
+
+int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector)
+{
+	int best = -1, best_rank = -1;
+	for (uint32_t i = 0; i < vk->nphysical; i++) {
+		VkPhysicalDeviceProperties p;
+		vkGetPhysicalDeviceProperties(vk->physical[i], &p);
+		if (selector) {
+			char *end;
+			unsigned long n = strtoul(selector, &end, 10);
+			if (*selector && !*end) {
+				if (n == i)
+					return (int)i;
+				continue;
+			}
+			if (strcasestr(p.deviceName, selector))
+				return (int)i;
+			continue;
+		}
+		int rank = device_type_rank(p.deviceType);
+		if (rank > best_rank) {
+			best = (int)i;
+			best_rank = rank;
+		}
+	}
+	return best;
+}
+
+int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
+			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < device->memory.memoryTypeCount; i++) {
+			VkMemoryPropertyFlags f = device->memory.memoryTypes[i].propertyFlags;
+			if (!(type_bits & (1u << i)) || (f & want) != want)
+				continue;
+			if (pass == 0 && (f & avoid))
+				continue;
+			return (int)i;
+		}
+	return -1;
+}
+
+static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(exts[i].extensionName, name) == 0)
+			return true;
+	return false;
+}
+
+/* ---- completion thread ---------------------------------------------------- */
+
+static void *completion_main(void *arg)
+{
+	struct ruda_device *d = arg;
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		uint64_t done = atomic_load(&d->completed);
+		while (!d->stop && d->target <= done)
+			pthread_cond_wait(&d->wake, &d->lock);
+		if (d->stop)
+			break;
+		uint64_t want = done + 1;
+		pthread_mutex_unlock(&d->lock);
+
+		VkSemaphoreWaitInfo wait = {
+			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+			.semaphoreCount = 1,
+			.pSemaphores = &d->timeline,
+			.pValues = &want,
+		};
+		VkResult r = vkWaitSemaphores(d->vk, &wait, COMPLETION_POLL_NS);
+		uint64_t value = done;
+		if (r == VK_SUCCESS || r == VK_TIMEOUT)
+			r = vkGetSemaphoreCounterValue(d->vk, d->timeline, &value);
+		if (r != VK_SUCCESS && r != VK_TIMEOUT) {
+			atomic_store(&d->lost, (int)r);
+			uv_async_send(&d->async);
+			pthread_mutex_lock(&d->lock);
+			/* nothing more will complete; wait to be stopped */
+			while (!d->stop)
+				pthread_cond_wait(&d->wake, &d->lock);
+			break;
+		}
+		if (value > done) {
+			atomic_store(&d->completed, value);
+			uv_async_send(&d->async);
+		}
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+static void on_async(uv_async_t *async)
+{
+	ruda__device_process_completions(async->data);
+}
+
+/* ---- submissions -------------------------------------------------------- */
+
+static void submission_release_refs(struct ruda_submission *sub)
+{
+	for (size_t i = 0; i < sub->nrefs; i++)
+		ruda_ref_put(sub->refs[i]);
+	sub->nrefs = 0;
+}
+
+static void submission_run_waiters(struct ruda_submission *sub, int status)
+{
+	struct ruda_waiter *w = sub->waiters;
+	sub->waiters = NULL;
+	sub->waiters_tail = &sub->waiters;
+	while (w) {
+		struct ruda_waiter *next = w->next;
+		w->done(w, status);
+		w = next;
+	}
+}
+
+/* Back to the spare list, its command buffer ready to record again. */
+static void submission_recycle(struct ruda_submission *sub)
+{
+	struct ruda_device *d = sub->device;
+	vkResetCommandBuffer(sub->cmd, 0);
+	sub->value = 0;
+	sub->commands = 0;
+	sub->next = d->spare;
+	d->spare = sub;
+}
+
+struct ruda_submission *ruda__submission_begin(struct ruda_device *d)
+{
+	struct ruda_submission *sub = d->spare;
+	if (sub) {
+		d->spare = sub->next;
+	} else {
+		sub = calloc(1, sizeof(*sub));
+		if (!sub)
+			return NULL;
+		sub->device = d;
+		VkCommandBufferAllocateInfo alloc = {
+			.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+			.commandPool = d->command_pool,
+			.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+			.commandBufferCount = 1,
+		};
+		if (vkAllocateCommandBuffers(d->vk, &alloc, &sub->cmd) != VK_SUCCESS) {
+			free(sub);
+			return NULL;
+		}
+	}
+	sub->next = NULL;
+	sub->waiters = NULL;
+	sub->waiters_tail = &sub->waiters;
+	VkCommandBufferBeginInfo begin = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	if (vkBeginCommandBuffer(sub->cmd, &begin) != VK_SUCCESS) {
+		sub->next = d->spare;
+		d->spare = sub;
+		return NULL;
+	}
+	return sub;
+}
+
+int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref)
+{
+	if (sub->nrefs == sub->refs_cap) {
+		size_t cap = sub->refs_cap ? sub->refs_cap * 2 : 16;
+		struct ruda_ref **refs = realloc(sub->refs, cap * sizeof(*refs));
+		if (!refs)
+			return -ENOMEM;
+		sub->refs = refs;
+		sub->refs_cap = cap;
+	}
+	sub->refs[sub->nrefs++] = ruda_ref_get(ref);
+	return 0;
+}
+
+void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter)
+{
+	waiter->next = NULL;
+	*sub->waiters_tail = waiter;
+	sub->waiters_tail = &waiter->next;
+}
+
+void ruda__submission_discard(struct ruda_submission *sub, int status)
+{
+	vkEndCommandBuffer(sub->cmd);
+	submission_run_waiters(sub, status);
+	submission_release_refs(sub);
+	submission_recycle(sub);
+}
+
+int ruda__submission_submit(struct ruda_submission *sub)
+{
+	struct ruda_device *d = sub->device;
+	if (atomic_load(&d->lost)) {
+		ruda__submission_discard(sub, RUDA_ERROR_DEVICE_LOST);
+		return -EIO;
+	}
+	/* make every device write visible to the host (arena downloads) */
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+	};
+	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+			     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+	VkResult r = vkEndCommandBuffer(sub->cmd);
+	uint64_t value = d->submitted + 1;
+	if (r == VK_SUCCESS) {
+		VkTimelineSemaphoreSubmitInfo timeline = {
+			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.signalSemaphoreValueCount = 1,
+			.pSignalSemaphoreValues = &value,
+		};
+		VkSubmitInfo info = {
+			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			.pNext = &timeline,
+			.commandBufferCount = 1,
+			.pCommandBuffers = &sub->cmd,
+			.signalSemaphoreCount = 1,
+			.pSignalSemaphores = &d->timeline,
+		};
+		r = vkQueueSubmit(d->queue, 1, &info, VK_NULL_HANDLE);
+	}
+	if (r != VK_SUCCESS) {
+		log_error("device %u: vkQueueSubmit failed: %d", d->index, r);
+		if (r == VK_ERROR_DEVICE_LOST)
+			atomic_store(&d->lost, (int)r);
+		submission_run_waiters(sub, r == VK_ERROR_DEVICE_LOST ? RUDA_ERROR_DEVICE_LOST
+								   : RUDA_ERROR_INTERNAL);
+		submission_release_refs(sub);
+		submission_recycle(sub);
+		return -EIO;
+	}
+	d->submitted = value;
+	sub->value = value;
+	if (d->inflight_tail)
+		d->inflight_tail->next = sub;
+	else
+		d->inflight = sub;
+	d->inflight_tail = sub;
+	d->inflight_count++;
+
+	pthread_mutex_lock(&d->lock);
+	d->target = value;
+	pthread_cond_signal(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+void ruda__device_process_completions(struct ruda_device *d)
+{
+	uint64_t done = atomic_load(&d->completed);
+	int lost = atomic_load(&d->lost);
+	while (d->inflight && (d->inflight->value <= done || lost)) {
+		struct ruda_submission *sub = d->inflight;
+		d->inflight = sub->next;
+		if (!d->inflight)
+			d->inflight_tail = NULL;
+		d->inflight_count--;
+		bool ok = sub->value <= done;
+		submission_run_waiters(sub, ok ? RUDA_OK : RUDA_ERROR_DEVICE_LOST);
+		submission_release_refs(sub);
+		if (ok)
+			submission_recycle(sub);
+		else {
+			/* a lost device may still own the command buffer: leak it to
+			 * the pool, which is destroyed with the device */
+			free(sub->refs);
+			free(sub);
+		}
+	}
+}
+
+/* ---- device ------------------------------------------------------------- */
+
+int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_t index,
+			uv_loop_t *loop, struct ruda_device **out)
+{
+	struct ruda_device *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->index = index;
+	d->physical = vk->physical[physical_index];
+	vkGetPhysicalDeviceProperties(d->physical, &d->props);
+	vkGetPhysicalDeviceMemoryProperties(d->physical, &d->memory);
+
+	uint32_t nexts = 0;
+	vkEnumerateDeviceExtensionProperties(d->physical, NULL, &nexts, NULL);
+	VkExtensionProperties *exts = calloc(nexts ? nexts : 1, sizeof(*exts));
+	if (!exts) {
+		free(d);
+		return -ENOMEM;
+	}
+	vkEnumerateDeviceExtensionProperties(d->physical, NULL, &nexts, exts);
+	bool push_descriptor = has_extension(exts, nexts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+	bool host_import = has_extension(exts, nexts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+	free(exts);
+	if (!push_descriptor || !host_import || d->props.apiVersion < VK_API_VERSION_1_2) {
+		log_error("device %s: needs Vulkan 1.2, VK_KHR_push_descriptor and "
+			  "VK_EXT_external_memory_host",
+			  d->props.deviceName);
+		free(d);
+		return -ENOTSUP;
+	}
+
+	VkPhysicalDevicePushDescriptorPropertiesKHR push_props = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR,
+	};
+	VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_props = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
+		.pNext = &push_props,
+	};
+	VkPhysicalDeviceMaintenance3Properties maint3 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
+		.pNext = &host_props,
+	};
+	VkPhysicalDeviceSubgroupProperties subgroup = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+		.pNext = &maint3,
+	};
+	VkPhysicalDeviceProperties2 props2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &subgroup,
+	};
+	vkGetPhysicalDeviceProperties2(d->physical, &props2);
+	d->max_push_descriptors = push_props.maxPushDescriptors;
+	d->subgroup_size = subgroup.subgroupSize;
+	d->max_allocation_size = maint3.maxMemoryAllocationSize;
+	d->import_alignment = host_props.minImportedHostPointerAlignment;
+
+	VkPhysicalDeviceVulkan12Features f12 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+	};
+	VkPhysicalDeviceFeatures2 feats = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = &f12,
+	};
+	vkGetPhysicalDeviceFeatures2(d->physical, &feats);
+	if (!f12.timelineSemaphore) {
+		log_error("device %s: no timeline semaphores", d->props.deviceName);
+		free(d);
+		return -ENOTSUP;
+	}
+
+	uint32_t nfamilies = 0;
+	vkGetPhysicalDeviceQueueFamilyProperties(d->physical, &nfamilies, NULL);
+	VkQueueFamilyProperties families[32];
+	if (nfamilies > 32)
+		nfamilies = 32;
+	vkGetPhysicalDeviceQueueFamilyProperties(d->physical, &nfamilies, families);
+	int family = -1;
+	for (uint32_t i = 0; i < nfamilies; i++) {
+		if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT))
+			continue;
+		/* prefer a compute queue without graphics: it is the async one */
+		if (family < 0 || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+			family = (int)i;
+	}
+	if (family < 0) {
+		log_error("device %s: no compute queue", d->props.deviceName);
+		free(d);
+		return -ENOTSUP;
+	}
+	d->queue_family = (uint32_t)family;
+
+	/* robustBufferAccess keeps every out-of-range access of a kernel inside
+	 * the buffers bound to it */
+	VkPhysicalDeviceVulkan12Features enable12 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+		.timelineSemaphore = VK_TRUE,
+		.storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
+		.uniformAndStorageBuffer8BitAccess = f12.uniformAndStorageBuffer8BitAccess,
+		.shaderFloat16 = f12.shaderFloat16,
+		.shaderInt8 = f12.shaderInt8,
+	};
+	VkPhysicalDeviceFeatures2 enable = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = &enable12,
+		.features = {
+			.robustBufferAccess = feats.features.robustBufferAccess,
+			.shaderInt64 = feats.features.shaderInt64,
+			.shaderFloat64 = feats.features.shaderFloat64,
+			.shaderInt16 = feats.features.shaderInt16,
+		},
+	};
+	float priority = 1.0f;
+	VkDeviceQueueCreateInfo queue = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+		.queueFamilyIndex = d->queue_family,
+		.queueCount = 1,
+		.pQueuePriorities = &priority,
+	};
+	const char *enabled[] = {
+		VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME,
+		VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME,
+	};
+	VkDeviceCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+		.pNext = &enable,
+		.queueCreateInfoCount = 1,
+		.pQueueCreateInfos = &queue,
+		.enabledExtensionCount = 2,
+		.ppEnabledExtensionNames = enabled,
+	};
+	VkResult r = vkCreateDevice(d->physical, &info, NULL, &d->vk);
+	if (r != VK_SUCCESS) {
+		log_error("device %s: vkCreateDevice failed: %d", d->props.deviceName, r);
+		free(d);
+		return -ENODEV;
+	}
+	vkGetDeviceQueue(d->vk, d->queue_family, 0, &d->queue);
+	d->cmd_push_descriptor_set = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
+		d->vk, "vkCmdPushDescriptorSetKHR");
+	d->get_memory_host_pointer_properties = (PFN_vkGetMemoryHostPointerPropertiesEXT)
+		vkGetDeviceProcAddr(d->vk, "vkGetMemoryHostPointerPropertiesEXT");
+
+	VkCommandPoolCreateInfo pool = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+		.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+		.queueFamilyIndex = d->queue_family,
+	};
+	VkSemaphoreTypeCreateInfo sem_type = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+		.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+	};
+	VkSemaphoreCreateInfo sem = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+		.pNext = &sem_type,
+	};
+	VkPipelineCacheCreateInfo cache = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+	if (vkCreateCommandPool(d->vk, &pool, NULL, &d->command_pool) != VK_SUCCESS ||
+	    vkCreateSemaphore(d->vk, &sem, NULL, &d->timeline) != VK_SUCCESS ||
+	    vkCreatePipelineCache(d->vk, &cache, NULL, &d->pipeline_cache) != VK_SUCCESS) {
+		log_error("device %s: cannot create queue objects", d->props.deviceName);
+		goto fail;
+	}
+
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->wake, NULL);
+	uv_async_init(loop, &d->async, on_async);
+	d->async.data = d;
+	if (pthread_create(&d->thread, NULL, completion_main, d) != 0) {
+		log_error("device %s: cannot start completion thread", d->props.deviceName);
+		uv_close((uv_handle_t *)&d->async, NULL);
+		goto fail;
+	}
+	*out = d;
+	return 0;
+
+fail:
+	if (d->pipeline_cache)
+		vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
+	if (d->timeline)
+		vkDestroySemaphore(d->vk, d->timeline, NULL);
+	if (d->command_pool)
+		vkDestroyCommandPool(d->vk, d->command_pool, NULL);
+	vkDestroyDevice(d->vk, NULL);
+	free(d);
+	return -ENODEV;
+}
+
+static void free_after_close(uv_handle_t *handle)
+{
+	free(handle->data);
+}
+
+void ruda__device_destroy(struct ruda_device *d)
+{
+	if (!d)
+		return;
+	vkDeviceWaitIdle(d->vk);
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	uint64_t value = 0;
+	if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) == VK_SUCCESS)
+		atomic_store(&d->completed, value);
+	ruda__device_process_completions(d);
+	while (d->spare) {
+		struct ruda_submission *sub = d->spare;
+		d->spare = sub->next;
+		free(sub->refs);
+		free(sub);
+	}
+	vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
+	vkDestroySemaphore(d->vk, d->timeline, NULL);
+	vkDestroyCommandPool(d->vk, d->command_pool, NULL);
+	vkDestroyDevice(d->vk, NULL);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->wake);
+	/* the async handle's memory is the device: free both once it is closed */
+	d->async.data = d;
+	uv_close((uv_handle_t *)&d->async, free_after_close);
+}

@@ -1,0 +1,119 @@
+/*
+ * A Vulkan device opened by rudad: its queue, command pool, timeline
+ * semaphore and the completion thread that waits on it so the loop never
+ * does. Submissions complete in order; their waiters run on the loop.
+ */
+#ifndef RUDA_DEVICE_H
+#define RUDA_DEVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+#include <vulkan/vulkan.h>
+
+#include "ref.h"
+
+struct ruda_device;
+
+/* Something to do on the loop once a submission has completed. */
+struct ruda_waiter {
+	struct ruda_waiter *next;
+	/* `status` is RUDA_OK or the device's failure; frees the waiter. */
+	void (*done)(struct ruda_waiter *waiter, int status);
+};
+
+/* One vkQueueSubmit: a command buffer and everything it must keep alive. */
+struct ruda_submission {
+	struct ruda_submission *next;
+	struct ruda_device *device; /* borrowed */
+	VkCommandBuffer cmd;
+	uint64_t value; /* timeline value signalled on completion; 0 while recording */
+	uint32_t commands;
+	struct ruda_ref **refs; /* owned references, dropped on completion */
+	size_t nrefs, refs_cap;
+	struct ruda_waiter *waiters, **waiters_tail;
+};
+
+struct ruda_device_stats {
+	uint64_t bytes;   /* device memory held by buffers */
+	uint64_t buffers;
+	uint64_t pipelines;
+	uint64_t kernels_compiled;
+};
+
+struct ruda_device {
+	uint32_t index;
+	VkPhysicalDevice physical;
+	VkDevice vk;
+	VkQueue queue;
+	uint32_t queue_family;
+	VkPhysicalDeviceProperties props;
+	VkPhysicalDeviceMemoryProperties memory;
+	uint32_t max_push_descriptors;
+	uint32_t subgroup_size;
+	uint64_t max_allocation_size;
+	uint64_t import_alignment; /* 0: no VK_EXT_external_memory_host */
+	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
+	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
+
+	VkCommandPool command_pool; /* loop thread only */
+	VkPipelineCache pipeline_cache;
+	VkSemaphore timeline;
+	uint64_t submitted; /* last value handed to vkQueueSubmit */
+	struct ruda_submission *inflight, *inflight_tail;
+	size_t inflight_count;
+	struct ruda_submission *spare; /* completed submissions, for reuse */
+
+	/* completion thread: waits for `target` and publishes `completed` */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	uint64_t target; /* guarded by lock */
+	bool stop;       /* guarded by lock */
+	_Atomic uint64_t completed;
+	_Atomic int lost; /* a VkResult once the device has failed */
+	uv_async_t async;
+
+	struct ruda_device_stats stats;
+};
+
+/* The daemon's Vulkan instance and every physical device it can see. */
+struct ruda_vulkan {
+	VkInstance instance;
+	VkPhysicalDevice *physical;
+	uint32_t nphysical;
+};
+
+int ruda__vulkan_init(struct ruda_vulkan *vk);
+void ruda__vulkan_finish(struct ruda_vulkan *vk);
+/* Index of the device `selector` names (a number, or part of a device
+ * name), or of the best device when selector is NULL; -1 if none. */
+int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
+
+/* Open physical device `physical_index` as logical device `index`. */
+int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_t index,
+			uv_loop_t *loop, struct ruda_device **out);
+/* Waits for the device to go idle, completes everything, frees it. */
+void ruda__device_destroy(struct ruda_device *device);
+
+/* A submission in the recording state (command buffer begun). */
+struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
+/* Keep `ref` alive until the submission completes (takes a new reference). */
+int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref);
+void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter);
+/* End, submit and hand to the completion thread. On failure the
+ * submission's waiters see the error and the device counts as lost. */
+int ruda__submission_submit(struct ruda_submission *sub);
+/* Throw away a recording that will never be submitted; waiters see
+ * `status`. */
+void ruda__submission_discard(struct ruda_submission *sub, int status);
+
+/* Run completions the completion thread has published (loop thread). */
+void ruda__device_process_completions(struct ruda_device *device);
+
+int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
+			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
+
+#endif

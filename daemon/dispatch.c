@@ -1,0 +1,733 @@
+#include "dispatch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "buffer.h"
+#include "device.h"
+#include "log.h"
+#include "pipeline.h"
+#include "ruda.pb-c.h"
+#include "session.h"
+#include "stream.h"
+
+#ifndef RUDA_VERSION
+#define RUDA_VERSION "0.0.0"
+#endif
+
+#define MAX_ENTRY_POINT 255u
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static struct ruda_session_buffer *buffer_entry(struct ruda_session *s, uint64_t id)
+{
+	return ruda__handle_table_get(&s->buffers, id);
+}
+
+/* Record `status` against buffer `id` unless it already carries an error. */
+static void mark_failed(struct ruda_session *s, uint64_t id, ruda_status status,
+			const char *message)
+{
+	struct ruda_session_buffer *b = buffer_entry(s, id);
+	if (!b || b->error != RUDA_OK)
+		return;
+	b->error = status;
+	b->error_message = strdup(message);
+}
+
+/* The error of a buffer and why, or RUDA_OK. */
+static ruda_status buffer_status(struct ruda_session *s, uint64_t id, const char **why)
+{
+	struct ruda_session_buffer *b = buffer_entry(s, id);
+	if (!b) {
+		*why = "no such buffer in this session";
+		return RUDA_ERROR_INVALID_HANDLE;
+	}
+	*why = b->error_message ? b->error_message : "";
+	return b->error;
+}
+
+static int range_ok(uint64_t offset, uint64_t size, uint64_t limit)
+{
+	return offset <= limit && size <= limit - offset;
+}
+
+/* Replies that wait for the GPU. */
+enum wait_kind { WAIT_READ, WAIT_SYNC, WAIT_SYNC_BUFFERS, WAIT_FENCE };
+
+struct reply_waiter {
+	struct ruda_waiter base;
+	struct ruda_session_context *ctx;
+	uint64_t session;
+	uint64_t request;
+	enum wait_kind kind;
+	uint64_t arena_request;
+	size_t nhandles;
+	uint64_t handles[];
+};
+
+static ruda_status first_buffer_error(struct ruda_session *s, const uint64_t *ids, size_t n,
+				      const char **why)
+{
+	for (size_t i = 0; i < n; i++) {
+		ruda_status st = buffer_status(s, ids[i], why);
+		if (st != RUDA_OK)
+			return st;
+	}
+	return RUDA_OK;
+}
+
+static void reply_waiter_done(struct ruda_waiter *base, int status)
+{
+	struct reply_waiter *w = (struct reply_waiter *)base;
+	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (!s || s->state == RUDA_SESSION_DEAD)
+		goto out;
+	if (status != RUDA_OK) {
+		ruda__session_reply_status(s, w->request, status, "the device failed");
+		goto out;
+	}
+	const char *why = "";
+	switch (w->kind) {
+	case WAIT_READ:
+		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+		break;
+	case WAIT_SYNC: {
+		ruda_status st = s->stream.error;
+		ruda__session_reply_status(s, w->request, st, "%s", s->stream.error_message);
+		s->stream.error = RUDA_OK;
+		s->stream.error_message[0] = '\0';
+		break;
+	}
+	case WAIT_SYNC_BUFFERS: {
+		ruda_status st = first_buffer_error(s, w->handles, w->nhandles, &why);
+		ruda__session_reply_status(s, w->request, st, "%s", why);
+		break;
+	}
+	case WAIT_FENCE:
+		ruda__arena_publish(s->arena, w->arena_request);
+		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+		break;
+	}
+out:
+	free(w);
+}
+
+static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t request,
+					     enum wait_kind kind, const uint64_t *handles,
+					     size_t nhandles)
+{
+	struct reply_waiter *w = malloc(sizeof(*w) + nhandles * sizeof(uint64_t));
+	if (!w)
+		return NULL;
+	w->base.done = reply_waiter_done;
+	w->ctx = s->ctx;
+	w->session = s->id;
+	w->request = request;
+	w->kind = kind;
+	w->arena_request = s->stream.arena_request;
+	w->nhandles = nhandles;
+	if (nhandles)
+		memcpy(w->handles, handles, nhandles * sizeof(uint64_t));
+	return w;
+}
+
+static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_kind kind,
+			    const uint64_t *handles, size_t nhandles)
+{
+	struct reply_waiter *w = reply_waiter_new(s, request, kind, handles, nhandles);
+	if (!w) {
+		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	ruda__stream_wait(&s->stream, &w->base);
+}
+
+/* ---- handshake ---------------------------------------------------------- */
+
+static void fill_device_info(Ruda__DeviceInfo *info, const struct ruda_device *d,
+			     uint32_t *count, uint32_t *size)
+{
+	const VkPhysicalDeviceLimits *l = &d->props.limits;
+	ruda__device_info__init(info);
+	info->index = d->index;
+	info->name = (char *)d->props.deviceName;
+	info->vendor_id = d->props.vendorID;
+	info->device_id = d->props.deviceID;
+	switch (d->props.deviceType) {
+	case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+		info->type = RUDA__DEVICE_TYPE__DEVICE_INTEGRATED_GPU;
+		break;
+	case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+		info->type = RUDA__DEVICE_TYPE__DEVICE_DISCRETE_GPU;
+		break;
+	case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+		info->type = RUDA__DEVICE_TYPE__DEVICE_VIRTUAL_GPU;
+		break;
+	case VK_PHYSICAL_DEVICE_TYPE_CPU:
+		info->type = RUDA__DEVICE_TYPE__DEVICE_CPU;
+		break;
+	default:
+		info->type = RUDA__DEVICE_TYPE__DEVICE_OTHER;
+	}
+	info->api_version = d->props.apiVersion;
+	info->driver_version = d->props.driverVersion;
+	info->pipeline_cache_uuid.data = (uint8_t *)d->props.pipelineCacheUUID;
+	info->pipeline_cache_uuid.len = VK_UUID_SIZE;
+	info->max_buffer_size = d->max_allocation_size;
+	info->max_storage_buffer_range = l->maxStorageBufferRange;
+	info->min_storage_buffer_offset_alignment = (uint32_t)l->minStorageBufferOffsetAlignment;
+	info->max_push_constants_size = l->maxPushConstantsSize;
+	info->max_bindings = d->max_push_descriptors < RUDA_PIPELINE_MAX_BINDINGS
+				     ? d->max_push_descriptors
+				     : RUDA_PIPELINE_MAX_BINDINGS;
+	memcpy(count, l->maxComputeWorkGroupCount, 3 * sizeof(uint32_t));
+	memcpy(size, l->maxComputeWorkGroupSize, 3 * sizeof(uint32_t));
+	info->n_max_workgroup_count = 3;
+	info->max_workgroup_count = count;
+	info->n_max_workgroup_size = 3;
+	info->max_workgroup_size = size;
+	info->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
+	info->subgroup_size = d->subgroup_size;
+	uint64_t local = 0;
+	for (uint32_t i = 0; i < d->memory.memoryHeapCount; i++)
+		if ((d->memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+		    d->memory.memoryHeaps[i].size > local)
+			local = d->memory.memoryHeaps[i].size;
+	info->device_local_bytes = local;
+	info->host_import = d->import_alignment != 0;
+}
+
+static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__Hello *h = req->hello;
+	struct ruda_session_context *ctx = s->ctx;
+	if (s->state != RUDA_SESSION_HELLO) {
+		ruda__session_violation(s, "second Hello");
+		return;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", h->client_name ? h->client_name : "");
+	for (char *c = s->name; *c; c++)
+		if (*c < 0x20 || *c == 0x7f || *c == '"')
+			*c = '?'; /* keep log lines one line each */
+	if (h->protocol_version != RUDA_PROTOCOL_VERSION) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_VERSION,
+					   "protocol version %u is not supported; rudad %s speaks %u",
+					   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
+		return;
+	}
+	if (h->device_index >= ctx->ndevices) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "no device %u (rudad has %u)", h->device_index,
+					   ctx->ndevices);
+		return;
+	}
+	s->device = ctx->devices[h->device_index];
+	if (ruda__arena_create(s->device, ctx->arena_size, &s->arena) < 0) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
+					   "cannot create the session's shared memory");
+		return;
+	}
+	int fd = dup(s->arena->fd);
+	if (fd < 0) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_IO, "out of file descriptors");
+		return;
+	}
+	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
+	s->state = RUDA_SESSION_READY;
+	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u",
+		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index);
+
+	Ruda__DeviceInfo infos[ctx->ndevices ? ctx->ndevices : 1];
+	Ruda__DeviceInfo *ptrs[ctx->ndevices ? ctx->ndevices : 1];
+	uint32_t counts[ctx->ndevices ? ctx->ndevices : 1][3];
+	uint32_t sizes[ctx->ndevices ? ctx->ndevices : 1][3];
+	for (uint32_t i = 0; i < ctx->ndevices; i++) {
+		fill_device_info(&infos[i], ctx->devices[i], counts[i], sizes[i]);
+		ptrs[i] = &infos[i];
+	}
+	Ruda__HelloReply hr = RUDA__HELLO_REPLY__INIT;
+	hr.protocol_version = RUDA_PROTOCOL_VERSION;
+	hr.daemon_version = RUDA_VERSION;
+	hr.session_id = s->id;
+	hr.n_devices = ctx->ndevices;
+	hr.devices = ptrs;
+	hr.device_index = h->device_index;
+	hr.arena_size = s->arena->size;
+	hr.arena_data_offset = RUDA_ARENA_DATA_OFFSET;
+	hr.max_frame_size = RUDA_FRAME_MAX_PAYLOAD;
+	hr.max_fds_per_frame = RUDA_FRAME_MAX_FDS;
+	hr.max_buffer_size = s->device->max_allocation_size;
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_HELLO;
+	reply.hello = &hr;
+	ruda__session_reply_fd(s, &reply, fd);
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static void handle_empty(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__Empty *e = req->empty;
+	struct ruda_stream *st = &s->stream;
+	if (buffer_entry(s, e->handle)) {
+		ruda__stream_fail(st, RUDA_ERROR_INVALID_HANDLE,
+				  "buffer %llu: id already in use (request %llu)",
+				  (unsigned long long)e->handle, (unsigned long long)req->id);
+		return;
+	}
+	if (s->buffers.count >= s->ctx->max_handles) {
+		ruda__stream_fail(st, RUDA_ERROR_BUSY, "buffer %llu: more than %u buffers",
+				  (unsigned long long)e->handle, s->ctx->max_handles);
+		return;
+	}
+	struct ruda_session_buffer *b = calloc(1, sizeof(*b));
+	if (!b) {
+		ruda__stream_fail(st, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	ruda_status status = ruda__buffer_create(s->device, e->size, &b->buffer);
+	if (status != RUDA_OK) {
+		char why[160];
+		snprintf(why, sizeof(why), "buffer %llu: allocating %llu bytes failed: %s",
+			 (unsigned long long)e->handle, (unsigned long long)e->size,
+			 ruda_strerror(status));
+		b->error = status;
+		b->error_message = strdup(why);
+		ruda__stream_fail(st, status, "%s", why);
+	} else {
+		s->bytes += b->buffer->allocated;
+	}
+	if (ruda__handle_table_insert(&s->buffers, e->handle, b) < 0) {
+		if (b->buffer) {
+			s->bytes -= b->buffer->allocated;
+			ruda__buffer_put(b->buffer);
+		}
+		free(b->error_message);
+		free(b);
+		ruda__stream_fail(st, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+	}
+}
+
+/* Common checks of Write and Read: the buffer, its range and the arena's. */
+static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t offset,
+				   uint64_t arena_offset, uint64_t size,
+				   struct ruda_buffer **out, char *why, size_t why_len)
+{
+	const char *reason;
+	ruda_status st = buffer_status(s, id, &reason);
+	if (st != RUDA_OK) {
+		snprintf(why, why_len, "buffer %llu: %s", (unsigned long long)id, reason);
+		return st;
+	}
+	struct ruda_buffer *b = buffer_entry(s, id)->buffer;
+	if (!range_ok(offset, size, b->size)) {
+		snprintf(why, why_len, "buffer %llu: bytes %llu..%llu lie outside its %llu bytes",
+			 (unsigned long long)id, (unsigned long long)offset,
+			 (unsigned long long)(offset + size), (unsigned long long)b->size);
+		return RUDA_ERROR_OUT_OF_RANGE;
+	}
+	if (!ruda__arena_contains(s->arena, arena_offset, size)) {
+		snprintf(why, why_len,
+			 "arena bytes %llu..%llu lie outside the data space %u..%llu",
+			 (unsigned long long)arena_offset, (unsigned long long)(arena_offset + size),
+			 RUDA_ARENA_DATA_OFFSET, (unsigned long long)s->arena->size);
+		return RUDA_ERROR_OUT_OF_RANGE;
+	}
+	*out = b;
+	return RUDA_OK;
+}
+
+static void handle_write(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__Write *w = req->write;
+	char why[256];
+	struct ruda_buffer *b;
+	ruda_status st = transfer_target(s, w->handle, w->offset, w->arena_offset, w->size, &b,
+					 why, sizeof(why));
+	if (st == RUDA_OK)
+		st = ruda__stream_write(&s->stream, b, w->offset, w->arena_offset, w->size);
+	if (st != RUDA_OK) {
+		if (st != RUDA_ERROR_INVALID_HANDLE)
+			mark_failed(s, w->handle, st, why);
+		ruda__stream_fail(&s->stream, st, "write (request %llu): %s",
+				  (unsigned long long)req->id, why);
+	}
+	ruda__stream_arena_used(&s->stream, req->id);
+}
+
+static void handle_read(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__Read *r = req->read;
+	char why[256] = "out of memory";
+	struct ruda_buffer *b;
+	ruda_status st = transfer_target(s, r->handle, r->offset, r->arena_offset, r->size, &b,
+					 why, sizeof(why));
+	if (st == RUDA_OK)
+		st = ruda__stream_read(&s->stream, b, r->offset, r->arena_offset, r->size);
+	if (st != RUDA_OK) {
+		ruda__session_reply_status(s, req->id, st, "%s", why);
+		return;
+	}
+	wait_then_reply(s, req->id, WAIT_READ, NULL, 0);
+}
+
+static void release_buffer(struct ruda_session *s, uint64_t id)
+{
+	struct ruda_session_buffer *b = ruda__handle_table_remove(&s->buffers, id);
+	if (!b) {
+		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+				  "release: no buffer %llu in this session", (unsigned long long)id);
+		return;
+	}
+	if (b->buffer) {
+		s->bytes -= b->buffer->allocated;
+		ruda__buffer_put(b->buffer);
+	}
+	free(b->error_message);
+	free(b);
+}
+
+static void handle_release(struct ruda_session *s, const Ruda__Request *req)
+{
+	for (size_t i = 0; i < req->release->n_handles; i++)
+		release_buffer(s, req->release->handles[i]);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+struct kernel_waiter {
+	struct ruda_pipeline_waiter base;
+	struct ruda_session_context *ctx;
+	uint64_t session, request, kernel;
+	struct ruda_pipeline *pipeline; /* owned reference */
+};
+
+/* Give the session its kernel, or tell it why not. */
+static void kernel_settle(struct ruda_session *s, struct kernel_waiter *w)
+{
+	struct ruda_pipeline *p = w->pipeline;
+	if (p->state != RUDA_PIPELINE_READY) {
+		ruda__session_reply_status(s, w->request, p->status, "kernel %llu: %s",
+					   (unsigned long long)w->kernel, p->error);
+		ruda__pipeline_put(p);
+		return;
+	}
+	struct ruda_session_kernel *k = malloc(sizeof(*k));
+	int err = k ? ruda__handle_table_insert(&s->kernels, w->kernel, k) : -1;
+	if (err) {
+		free(k);
+		ruda__pipeline_put(p);
+		ruda__session_reply_status(s, w->request,
+					   err == -EEXIST ? RUDA_ERROR_INVALID_HANDLE
+							  : RUDA_ERROR_OUT_OF_MEMORY,
+					   "kernel %llu: %s", (unsigned long long)w->kernel,
+					   err == -EEXIST ? "id already in use" : "out of memory");
+		return;
+	}
+	k->pipeline = p;
+	ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+}
+
+static void kernel_waiter_done(struct ruda_pipeline_waiter *base, struct ruda_pipeline *p)
+{
+	struct kernel_waiter *w = (struct kernel_waiter *)base;
+	(void)p;
+	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (s && s->state == RUDA_SESSION_READY)
+		kernel_settle(s, w);
+	else
+		ruda__pipeline_put(w->pipeline);
+	free(w);
+}
+
+static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__KernelRegister *k = req->kernel_register;
+	const VkPhysicalDeviceLimits *l = &s->device->props.limits;
+	uint32_t max_bindings = s->device->max_push_descriptors < RUDA_PIPELINE_MAX_BINDINGS
+					? s->device->max_push_descriptors
+					: RUDA_PIPELINE_MAX_BINDINGS;
+	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
+	char why[256] = "";
+	if (ruda__handle_table_get(&s->kernels, k->kernel)) {
+		st = RUDA_ERROR_INVALID_HANDLE;
+		snprintf(why, sizeof(why), "id already in use");
+	} else if (k->binding_count > max_bindings)
+		snprintf(why, sizeof(why), "%u bindings; the device allows %u", k->binding_count,
+			 max_bindings);
+	else if (k->push_constant_size % 4 || k->push_constant_size > l->maxPushConstantsSize)
+		snprintf(why, sizeof(why),
+			 "push-constant size %u: must be a multiple of 4 and at most %u",
+			 k->push_constant_size, l->maxPushConstantsSize);
+	else if (!k->entry_point || !*k->entry_point || strlen(k->entry_point) > MAX_ENTRY_POINT)
+		snprintf(why, sizeof(why), "entry point name missing or over %u bytes",
+			 MAX_ENTRY_POINT);
+	else if (k->size % 4 || k->size < 20) {
+		st = RUDA_ERROR_INVALID_KERNEL;
+		snprintf(why, sizeof(why), "SPIR-V size %llu is not a whole module",
+			 (unsigned long long)k->size);
+	} else if (!ruda__arena_contains(s->arena, k->arena_offset, k->size)) {
+		st = RUDA_ERROR_OUT_OF_RANGE;
+		snprintf(why, sizeof(why), "SPIR-V bytes %llu..%llu lie outside the arena",
+			 (unsigned long long)k->arena_offset,
+			 (unsigned long long)(k->arena_offset + k->size));
+	} else
+		st = RUDA_OK;
+	if (st != RUDA_OK) {
+		ruda__stream_arena_used(&s->stream, req->id);
+		ruda__session_reply_status(s, req->id, st, "kernel %llu: %s",
+					   (unsigned long long)k->kernel, why);
+		return;
+	}
+
+	struct kernel_waiter *w = calloc(1, sizeof(*w));
+	if (!w) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	w->base.done = kernel_waiter_done;
+	w->ctx = s->ctx;
+	w->session = s->id;
+	w->request = req->id;
+	w->kernel = k->kernel;
+	struct ruda_pipeline_key key = {
+		.spirv = (const uint32_t *)(s->arena->map + k->arena_offset),
+		.spirv_size = k->size,
+		.entry_point = k->entry_point,
+		.binding_count = k->binding_count,
+		.push_constant_size = k->push_constant_size,
+	};
+	struct ruda_pipeline_registry *reg = s->ctx->pipelines[s->device->index];
+	st = ruda__pipeline_acquire(reg, &key, &w->base, &w->pipeline);
+	/* the module has been copied or compared: its arena bytes are free */
+	ruda__stream_arena_used(&s->stream, req->id);
+	if (st != RUDA_OK) {
+		free(w);
+		ruda__session_reply_status(s, req->id, st, "kernel %llu: cannot compile",
+					   (unsigned long long)k->kernel);
+		return;
+	}
+	if (w->pipeline->state != RUDA_PIPELINE_COMPILING) {
+		kernel_settle(s, w);
+		free(w);
+	}
+	/* else the waiter settles it when the compilation is done */
+}
+
+static void handle_kernel_release(struct ruda_session *s, const Ruda__Request *req)
+{
+	struct ruda_session_kernel *k =
+		ruda__handle_table_remove(&s->kernels, req->kernel_release->kernel);
+	if (!k) {
+		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+				  "release: no kernel %llu in this session",
+				  (unsigned long long)req->kernel_release->kernel);
+		return;
+	}
+	ruda__pipeline_put(k->pipeline);
+	free(k);
+}
+
+/* ---- launch ------------------------------------------------------------- */
+
+static ruda_status launch_bindings(struct ruda_session *s, const Ruda__Launch *l,
+				   struct ruda_binding *out, char *why, size_t why_len)
+{
+	const VkPhysicalDeviceLimits *lim = &s->device->props.limits;
+	for (size_t i = 0; i < l->n_bindings; i++) {
+		const Ruda__Binding *bd = l->bindings[i];
+		const char *reason;
+		ruda_status st = buffer_status(s, bd->handle, &reason);
+		if (st != RUDA_OK) {
+			snprintf(why, why_len, "binding %zu, buffer %llu: %s", i,
+				 (unsigned long long)bd->handle, reason);
+			return st;
+		}
+		struct ruda_buffer *b = buffer_entry(s, bd->handle)->buffer;
+		uint64_t size = bd->size ? bd->size : (bd->offset < b->size ? b->size - bd->offset : 0);
+		if (!range_ok(bd->offset, size, b->size) || size == 0) {
+			snprintf(why, why_len,
+				 "binding %zu, buffer %llu: bytes %llu..%llu lie outside its %llu bytes",
+				 i, (unsigned long long)bd->handle, (unsigned long long)bd->offset,
+				 (unsigned long long)(bd->offset + size), (unsigned long long)b->size);
+			return RUDA_ERROR_OUT_OF_RANGE;
+		}
+		if (bd->offset % lim->minStorageBufferOffsetAlignment) {
+			snprintf(why, why_len, "binding %zu: offset %llu is not a multiple of %llu", i,
+				 (unsigned long long)bd->offset,
+				 (unsigned long long)lim->minStorageBufferOffsetAlignment);
+			return RUDA_ERROR_INVALID_ARGUMENT;
+		}
+		if (size > lim->maxStorageBufferRange) {
+			snprintf(why, why_len, "binding %zu: %llu bytes; the device binds at most %u",
+				 i, (unsigned long long)size, lim->maxStorageBufferRange);
+			return RUDA_ERROR_TOO_LARGE;
+		}
+		out[i] = (struct ruda_binding){.buffer = b, .offset = bd->offset, .size = size};
+	}
+	return RUDA_OK;
+}
+
+static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__Launch *l = req->launch;
+	const VkPhysicalDeviceLimits *lim = &s->device->props.limits;
+	struct ruda_session_kernel *k = ruda__handle_table_get(&s->kernels, l->kernel);
+	struct ruda_binding bindings[RUDA_PIPELINE_MAX_BINDINGS];
+	uint32_t count[3] = {l->count_x, l->count_y, l->count_z};
+	uint8_t push[256] = {0};
+	char why[256] = "";
+	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
+	if (!k) {
+		st = RUDA_ERROR_INVALID_HANDLE;
+		snprintf(why, sizeof(why), "no kernel %llu in this session",
+			 (unsigned long long)l->kernel);
+	} else if (l->n_bindings != k->pipeline->binding_count)
+		snprintf(why, sizeof(why), "%zu bindings given; the kernel declares %u",
+			 l->n_bindings, k->pipeline->binding_count);
+	else if (l->push_constants.len > k->pipeline->push_constant_size)
+		snprintf(why, sizeof(why), "%zu push-constant bytes; the kernel declares %u",
+			 l->push_constants.len, k->pipeline->push_constant_size);
+	else if (count[0] > lim->maxComputeWorkGroupCount[0] ||
+		 count[1] > lim->maxComputeWorkGroupCount[1] ||
+		 count[2] > lim->maxComputeWorkGroupCount[2])
+		snprintf(why, sizeof(why), "count (%u, %u, %u) exceeds the device's (%u, %u, %u)",
+			 count[0], count[1], count[2], lim->maxComputeWorkGroupCount[0],
+			 lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+	else
+		st = launch_bindings(s, l, bindings, why, sizeof(why));
+	if (st == RUDA_OK) {
+		/* short push constants are zero-padded to the declared size */
+		memcpy(push, l->push_constants.data, l->push_constants.len);
+		st = ruda__stream_launch(&s->stream, k->pipeline, count, bindings,
+					 (uint32_t)l->n_bindings, push,
+					 k->pipeline->push_constant_size);
+		if (st != RUDA_OK)
+			snprintf(why, sizeof(why), "%s", ruda_strerror(st));
+	}
+	if (st == RUDA_OK)
+		return;
+	char message[320];
+	snprintf(message, sizeof(message), "launch (request %llu): %s",
+		 (unsigned long long)req->id, why);
+	for (size_t i = 0; i < l->n_bindings; i++)
+		mark_failed(s, l->bindings[i]->handle, st, message);
+	ruda__stream_fail(&s->stream, st, "%s", message);
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+static void handle_flush(struct ruda_session *s, const Ruda__Request *req)
+{
+	(void)req;
+	ruda__stream_submit(&s->stream);
+}
+
+static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
+{
+	wait_then_reply(s, req->id, WAIT_SYNC, NULL, 0);
+}
+
+static void handle_check(struct ruda_session *s, const Ruda__Request *req)
+{
+	const char *why = "";
+	ruda_status st = first_buffer_error(s, req->check->handles, req->check->n_handles, &why);
+	ruda__session_reply_status(s, req->id, st, "%s", why);
+}
+
+static void handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__SyncBuffers *sb = req->sync_buffers;
+	wait_then_reply(s, req->id, WAIT_SYNC_BUFFERS, sb->handles, sb->n_handles);
+}
+
+static void handle_fence(struct ruda_session *s, const Ruda__Request *req)
+{
+	wait_then_reply(s, req->id, WAIT_FENCE, NULL, 0);
+}
+
+static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	Ruda__StatsReply sr = RUDA__STATS_REPLY__INIT;
+	sr.sessions = (uint32_t)ctx->sessions.count;
+	for (uint32_t i = 0; i < ctx->ndevices; i++) {
+		struct ruda_device *d = ctx->devices[i];
+		sr.device_bytes += d->stats.bytes;
+		sr.device_buffers += d->stats.buffers;
+		sr.submissions_in_flight += d->inflight_count;
+		sr.kernels_compiled += d->stats.kernels_compiled;
+		sr.pipelines += d->stats.pipelines;
+	}
+	sr.session_bytes = s->bytes;
+	sr.session_buffers = s->buffers.count;
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_STATS;
+	reply.stats = &sr;
+	ruda__session_reply(s, &reply);
+}
+
+/* ---- table -------------------------------------------------------------- */
+
+typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
+
+static const struct {
+	handler_fn run;
+	const char *name;
+} handlers[] = {
+	[RUDA__REQUEST__BODY_HELLO] = {handle_hello, "Hello"},
+	[RUDA__REQUEST__BODY_EMPTY] = {handle_empty, "Empty"},
+	[RUDA__REQUEST__BODY_WRITE] = {handle_write, "Write"},
+	[RUDA__REQUEST__BODY_READ] = {handle_read, "Read"},
+	[RUDA__REQUEST__BODY_RELEASE] = {handle_release, "Release"},
+	[RUDA__REQUEST__BODY_KERNEL_REGISTER] = {handle_kernel_register, "KernelRegister"},
+	[RUDA__REQUEST__BODY_KERNEL_RELEASE] = {handle_kernel_release, "KernelRelease"},
+	[RUDA__REQUEST__BODY_LAUNCH] = {handle_launch, "Launch"},
+	[RUDA__REQUEST__BODY_FLUSH] = {handle_flush, "Flush"},
+	[RUDA__REQUEST__BODY_SYNC] = {handle_sync, "Sync"},
+	[RUDA__REQUEST__BODY_CHECK] = {handle_check, "Check"},
+	[RUDA__REQUEST__BODY_SYNC_BUFFERS] = {handle_sync_buffers, "SyncBuffers"},
+	[RUDA__REQUEST__BODY_FENCE] = {handle_fence, "Fence"},
+	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats"},
+};
+
+void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
+{
+	if (frame->nfds) {
+		for (uint16_t i = 0; i < frame->nfds; i++)
+			close(frame->fds[i]);
+		ruda__session_violation(s, "file descriptors with a request that takes none");
+		return;
+	}
+	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
+	if (!req) {
+		ruda__session_violation(s, "undecodable request (%u bytes)", frame->length);
+		return;
+	}
+	size_t body = (size_t)req->body_case;
+	int known = body < sizeof(handlers) / sizeof(handlers[0]) && handlers[body].run;
+	if (s->state == RUDA_SESSION_HELLO && body != RUDA__REQUEST__BODY_HELLO) {
+		ruda__session_violation(s, "first request is not Hello");
+	} else if (!known) {
+		/* a newer client's request: answer it, keep the connection */
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
+					   "unknown request type (request %llu)",
+					   (unsigned long long)req->id);
+	} else {
+		log_debug("session %llu: %s %llu", (unsigned long long)s->id, handlers[body].name,
+			  (unsigned long long)req->id);
+		handlers[body].run(s, req);
+	}
+	ruda__request__free_unpacked(req, NULL);
+}

@@ -1,0 +1,98 @@
+/*
+ * Compute pipelines, shared by every session of a device: a kernel that one
+ * client registered is ready for every other client registering the same
+ * module (same SPIR-V, entry point and layout). Compilation runs in libuv's
+ * thread pool; a second request for a kernel still compiling waits for that
+ * compilation instead of starting another.
+ */
+#ifndef RUDA_PIPELINE_H
+#define RUDA_PIPELINE_H
+
+#include <stdint.h>
+#include <uv.h>
+#include <vulkan/vulkan.h>
+
+#include <ruda/ruda.h>
+
+#include "ref.h"
+
+struct ruda_device;
+struct ruda_pipeline;
+
+/* Callers check binding counts against the device before acquiring. */
+#define RUDA_PIPELINE_MAX_BINDINGS 64u
+
+enum ruda_pipeline_state {
+	RUDA_PIPELINE_COMPILING,
+	RUDA_PIPELINE_READY,
+	RUDA_PIPELINE_FAILED,
+};
+
+/* Told when a pipeline it asked for has compiled or failed. */
+struct ruda_pipeline_waiter {
+	struct ruda_pipeline_waiter *next;
+	/* Runs on the loop; frees the waiter. */
+	void (*done)(struct ruda_pipeline_waiter *waiter, struct ruda_pipeline *pipeline);
+};
+
+struct ruda_pipeline_key {
+	const uint32_t *spirv; /* borrowed */
+	size_t spirv_size;     /* bytes */
+	const char *entry_point;
+	uint32_t binding_count;
+	uint32_t push_constant_size;
+};
+
+struct ruda_pipeline {
+	struct ruda_ref ref;
+	struct ruda_pipeline_registry *registry; /* borrowed */
+	struct ruda_pipeline *hash_next;
+	uint64_t hash;
+	uint32_t *spirv; /* owned copy: the key, and the compiler's input */
+	size_t spirv_size;
+	char *entry_point; /* owned */
+	uint32_t binding_count;
+	uint32_t push_constant_size;
+
+	enum ruda_pipeline_state state;
+	ruda_status status;  /* when FAILED */
+	char error[512];     /* when FAILED */
+	struct ruda_pipeline_waiter *waiters;
+	uv_work_t work;
+
+	VkShaderModule module;
+	VkDescriptorSetLayout set_layout;
+	VkPipelineLayout layout;
+	VkPipeline vk;
+};
+
+struct ruda_pipeline_registry {
+	struct ruda_device *device; /* borrowed */
+	uv_loop_t *loop;
+	struct ruda_pipeline **buckets;
+	size_t nbuckets, count;
+	uint64_t compiled; /* compilations finished */
+	uint64_t hits;     /* requests served by an existing pipeline */
+};
+
+int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda_device *device,
+				 uv_loop_t *loop);
+/* Drops the registry's references; call once no compilation is running. */
+void ruda__pipeline_registry_finish(struct ruda_pipeline_registry *reg);
+
+/*
+ * Find or start compiling the pipeline for `key`. Returns a new reference
+ * in *out. If it is still compiling, `waiter` is queued and told when it is
+ * done (and owned by the pipeline until then); otherwise `waiter` is left
+ * alone and the caller looks at (*out)->state at once.
+ */
+ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
+				   const struct ruda_pipeline_key *key,
+				   struct ruda_pipeline_waiter *waiter, struct ruda_pipeline **out);
+
+static inline void ruda__pipeline_put(struct ruda_pipeline *pipeline)
+{
+	ruda_ref_put(&pipeline->ref);
+}
+
+#endif

@@ -1,0 +1,181 @@
+#include "server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int ruda__default_socket_path(char *buf, size_t len)
+{
+	const char *env = getenv("RUDA_SOCKET");
+	int n;
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/ruda/rudad.sock");
+	else {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		if (!xdg || !*xdg)
+			return -ENOENT;
+		n = snprintf(buf, len, "%s/ruda/rudad.sock", xdg);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void on_tick(uv_check_t *check)
+{
+	struct ruda_server *server = check->data;
+	ruda__session_context_tick(&server->ctx);
+}
+
+static void on_connection(uv_poll_t *poll, int status, int events)
+{
+	struct ruda_server *server = poll->data;
+	(void)events;
+	if (status < 0)
+		return;
+	/* take a bounded number per wake-up so a connection storm cannot
+	 * starve the clients already here */
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(server->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("accept: %s", strerror(errno));
+			return;
+		}
+		if (server->ctx.sessions.count >= server->max_clients) {
+			log_warn("refusing a client: %u clients connected already",
+				 server->max_clients);
+			close(fd);
+			continue;
+		}
+		struct ruda_session *session;
+		uint64_t id = ++server->next_session_id;
+		if (ruda__session_create(&server->ctx, fd, id, &session) < 0) {
+			log_error("cannot create a session: out of memory");
+			close(fd);
+		}
+	}
+}
+
+static int make_parent_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(addr.sun_path, path);
+	int err = make_parent_dir(path);
+	if (err)
+		return err;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		if (errno != EADDRINUSE) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		/* a stale socket from a daemon that died, unless one answers */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int alive = probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (alive) {
+			close(fd);
+			return -EADDRINUSE;
+		}
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+			err = -errno;
+			close(fd);
+			return err;
+		}
+	}
+	if (listen(fd, 128) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
+		      const struct ruda_server_options *o, struct ruda_device **devices,
+		      struct ruda_pipeline_registry **pipelines, uint32_t ndevices)
+{
+	memset(server, 0, sizeof(*server));
+	server->loop = loop;
+	server->max_clients = o->max_clients;
+	server->socket_path = strdup(o->socket_path);
+	if (!server->socket_path)
+		return -ENOMEM;
+	int fd = listen_on(o->socket_path);
+	if (fd < 0) {
+		log_error("cannot listen on %s: %s", o->socket_path, strerror(-fd));
+		free(server->socket_path);
+		return fd;
+	}
+	server->listen_fd = fd;
+	server->ctx = (struct ruda_session_context){
+		.loop = loop,
+		.devices = devices,
+		.ndevices = ndevices,
+		.pipelines = pipelines,
+		.arena_size = o->arena_size,
+		.max_output = o->max_output,
+		.max_handles = o->max_handles,
+	};
+	ruda__handle_table_init(&server->ctx.sessions);
+	uv_poll_init(loop, &server->listen_poll, fd);
+	server->listen_poll.data = server;
+	uv_poll_start(&server->listen_poll, UV_READABLE, on_connection);
+	uv_check_init(loop, &server->tick);
+	server->tick.data = server;
+	uv_check_start(&server->tick, on_tick);
+	/* the tick only matters while something else keeps the loop alive */
+	uv_unref((uv_handle_t *)&server->tick);
+	log_notice("listening on %s", o->socket_path);
+	return 0;
+}
+
+void ruda__server_shutdown(struct ruda_server *server)
+{
+	if (server->listen_fd < 0)
+		return;
+	uv_poll_stop(&server->listen_poll);
+	uv_close((uv_handle_t *)&server->listen_poll, NULL);
+	close(server->listen_fd);
+	server->listen_fd = -1;
+	unlink(server->socket_path);
+	ruda__session_context_tick(&server->ctx);
+	struct ruda_session *s;
+	while ((s = ruda__handle_table_pop(&server->ctx.sessions, NULL)))
+		ruda__session_destroy(s);
+	ruda__session_context_tick(&server->ctx);
+	ruda__handle_table_finish(&server->ctx.sessions);
+	uv_check_stop(&server->tick);
+	uv_close((uv_handle_t *)&server->tick, NULL);
+	free(server->socket_path);
+	server->socket_path = NULL;
+}

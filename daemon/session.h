@@ -1,0 +1,108 @@
+/*
+ * One client connection and its session: the socket and its framing, the
+ * peer's identity, the arena, the stream, and the buffers and kernels the
+ * client named. Everything is released when the connection ends, however
+ * it ends; GPU work already submitted keeps what it uses alive until done.
+ */
+#ifndef RUDA_SESSION_H
+#define RUDA_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include <ruda/ruda.h>
+
+#include "../proto/frame.h"
+#include "handle_table.h"
+#include "stream.h"
+
+struct ruda_arena;
+struct ruda_buffer;
+struct ruda_pipeline;
+struct Ruda__Reply;
+
+/* A buffer id of the session: the buffer, or the error that took its place. */
+struct ruda_session_buffer {
+	struct ruda_buffer *buffer; /* owned reference; NULL when allocation failed */
+	ruda_status error;          /* first failure of work that wrote it */
+	char *error_message;        /* owned */
+};
+
+/* A kernel id of the session. */
+struct ruda_session_kernel {
+	struct ruda_pipeline *pipeline; /* owned reference */
+};
+
+/* What sessions share, owned by the server and handed to each session. */
+struct ruda_session_context {
+	uv_loop_t *loop;
+	struct ruda_device **devices; /* borrowed */
+	uint32_t ndevices;
+	struct ruda_pipeline_registry **pipelines; /* one per device, borrowed */
+	struct ruda_handle_table sessions;        /* id -> struct ruda_session */
+	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
+	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */
+	uint64_t arena_size;
+	size_t max_output; /* reply bytes queued for one client before it is dropped */
+	uint32_t max_handles;
+};
+
+enum ruda_session_state {
+	RUDA_SESSION_HELLO,   /* waiting for the handshake */
+	RUDA_SESSION_READY,
+	RUDA_SESSION_CLOSING, /* sending its last reply, then closed */
+	RUDA_SESSION_DEAD,    /* on the context's dead list */
+};
+
+struct ruda_session {
+	uint64_t id;
+	struct ruda_session_context *ctx; /* borrowed */
+	struct ruda_session *dead_next;
+	int fd;
+	uv_poll_t poll;
+	int poll_events;
+	struct ruda_frame_reader in;
+	struct ruda_frame_writer out;
+	enum ruda_session_state state;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char name[65];
+
+	struct ruda_device *device; /* borrowed */
+	struct ruda_arena *arena;   /* owned reference */
+	struct ruda_stream stream;
+	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
+	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
+	uint64_t bytes;                   /* device bytes of its buffers */
+};
+
+/* Take ownership of connected socket `fd`. */
+int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
+			 struct ruda_session **out);
+/* Mark the session for destruction at the end of this loop iteration; it
+ * reads and replies no more. Safe from any callback. */
+void ruda__session_kill(struct ruda_session *session);
+/* Destroy the sessions killed so far and submit the streams with recorded
+ * work (end of a loop iteration). */
+void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Release everything and close the connection (its memory goes once the
+ * poll handle is closed). */
+void ruda__session_destroy(struct ruda_session *session);
+
+/* Queue a reply (`body` set by the caller, or NULL). */
+void ruda__session_reply(struct ruda_session *session, struct Ruda__Reply *reply);
+/* Queue a reply that passes `fd` (the session takes ownership of it). */
+void ruda__session_reply_fd(struct ruda_session *session, struct Ruda__Reply *reply, int fd);
+/* Queue a reply with only a status and message. */
+void ruda__session_reply_status(struct ruda_session *session, uint64_t request,
+				ruda_status status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Send what is queued now, or as soon as the socket takes it. */
+void ruda__session_flush(struct ruda_session *session);
+/* Drop the client for a protocol violation. */
+void ruda__session_violation(struct ruda_session *session, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

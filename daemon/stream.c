@@ -1,0 +1,224 @@
+#include "stream.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "arena.h"
+#include "buffer.h"
+#include "device.h"
+#include "log.h"
+#include "pipeline.h"
+
+/* Publishes arena progress when the submission it rides on completes. */
+struct arena_waiter {
+	struct ruda_waiter base;
+	struct ruda_arena *arena; /* owned reference */
+	uint64_t request;
+};
+
+static void arena_waiter_done(struct ruda_waiter *w, int status)
+{
+	struct arena_waiter *aw = (struct arena_waiter *)w;
+	if (status == RUDA_OK)
+		ruda__arena_publish(aw->arena, aw->request);
+	ruda_ref_put(&aw->arena->ref);
+	free(aw);
+}
+
+void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
+		       struct ruda_arena *arena, struct ruda_stream **dirty_list)
+{
+	*s = (struct ruda_stream){
+		.device = device,
+		.arena = arena,
+		.dirty_list = dirty_list,
+	};
+}
+
+static void undirty(struct ruda_stream *s)
+{
+	if (!s->dirty)
+		return;
+	struct ruda_stream **link = s->dirty_list;
+	while (*link != s)
+		link = &(*link)->dirty_next;
+	*link = s->dirty_next;
+	s->dirty = 0;
+}
+
+void ruda__stream_finish(struct ruda_stream *s)
+{
+	undirty(s);
+	if (s->recording)
+		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
+	s->recording = NULL;
+}
+
+void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)
+{
+	if (s->error != RUDA_OK)
+		return;
+	s->error = status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->error_message, sizeof(s->error_message), fmt, ap);
+	va_end(ap);
+}
+
+static int stream_idle(const struct ruda_stream *s)
+{
+	return !s->recording && s->last_value <= atomic_load(&s->device->completed);
+}
+
+void ruda__stream_arena_used(struct ruda_stream *s, uint64_t id)
+{
+	if (id > s->arena_request)
+		s->arena_request = id;
+	if (stream_idle(s))
+		ruda__arena_publish(s->arena, s->arena_request);
+}
+
+/* The command buffer to record into, after a barrier that orders the new
+ * command after everything before it on the queue. */
+static VkCommandBuffer record(struct ruda_stream *s)
+{
+	if (!s->recording) {
+		s->recording = ruda__submission_begin(s->device);
+		if (!s->recording)
+			return VK_NULL_HANDLE;
+		if (ruda__submission_hold(s->recording, &s->arena->ref) < 0) {
+			ruda__submission_discard(s->recording, RUDA_ERROR_OUT_OF_MEMORY);
+			s->recording = NULL;
+			return VK_NULL_HANDLE;
+		}
+		s->dirty_next = *s->dirty_list;
+		*s->dirty_list = s;
+		s->dirty = 1;
+	}
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	VkCommandBuffer cmd = s->recording->cmd;
+	vkCmdPipelineBarrier(cmd,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+	s->recording->commands++;
+	return cmd;
+}
+
+static ruda_status after_record(struct ruda_stream *s)
+{
+	if (s->recording->commands >= RUDA_STREAM_BATCH)
+		return ruda__stream_submit(s);
+	return RUDA_OK;
+}
+
+static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset, VkBuffer dst,
+			uint64_t dst_offset, uint64_t size, struct ruda_buffer *held)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, &held->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	if (size) {
+		VkBufferCopy region = {.srcOffset = src_offset, .dstOffset = dst_offset, .size = size};
+		vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+	}
+	return after_record(s);
+}
+
+ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
+			       uint64_t arena_offset, uint64_t size)
+{
+	return copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst);
+}
+
+ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
+			      uint64_t arena_offset, uint64_t size)
+{
+	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
+}
+
+ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
+				const uint32_t count[3], const struct ruda_binding *bindings,
+				uint32_t nbindings, const void *push, uint32_t push_size)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, &p->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
+	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
+	for (uint32_t i = 0; i < nbindings; i++) {
+		if (ruda__submission_hold(s->recording, &bindings[i].buffer->ref) < 0)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		infos[i] = (VkDescriptorBufferInfo){
+			.buffer = bindings[i].buffer->vk,
+			.offset = bindings[i].offset,
+			.range = bindings[i].size,
+		};
+		writes[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstBinding = i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &infos[i],
+		};
+	}
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
+	if (nbindings)
+		s->device->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
+						   nbindings, writes);
+	if (push_size)
+		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+	if (count[0] && count[1] && count[2])
+		vkCmdDispatch(cmd, count[0], count[1], count[2]);
+	return after_record(s);
+}
+
+ruda_status ruda__stream_submit(struct ruda_stream *s)
+{
+	if (!s->recording)
+		return RUDA_OK;
+	struct ruda_submission *sub = s->recording;
+	s->recording = NULL;
+	undirty(s);
+	struct arena_waiter *aw = malloc(sizeof(*aw));
+	if (aw) {
+		aw->base.done = arena_waiter_done;
+		aw->arena = (struct ruda_arena *)ruda_ref_get(&s->arena->ref);
+		aw->request = s->arena_request;
+		ruda__submission_add_waiter(sub, &aw->base);
+	}
+	if (ruda__submission_submit(sub) < 0) {
+		ruda__stream_fail(s, RUDA_ERROR_DEVICE_LOST, "the device refused a submission");
+		return RUDA_ERROR_DEVICE_LOST;
+	}
+	s->last_value = sub->value;
+	return RUDA_OK;
+}
+
+void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter)
+{
+	ruda__stream_submit(s);
+	struct ruda_device *d = s->device;
+	for (struct ruda_submission *sub = d->inflight; sub; sub = sub->next) {
+		if (sub->value == s->last_value) {
+			ruda__submission_add_waiter(sub, waiter);
+			return;
+		}
+	}
+	/* nothing of this stream in flight */
+	waiter->done(waiter, atomic_load(&d->lost) ? RUDA_ERROR_DEVICE_LOST : RUDA_OK);
+}
+
+void ruda__stream_submit_dirty(struct ruda_stream **list)
+{
+	while (*list)
+		ruda__stream_submit(*list); /* unlinks it */
+}

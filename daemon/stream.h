@@ -1,0 +1,75 @@
+/*
+ * A session's stream: work recorded in order into one command buffer and
+ * submitted on flush, on a full batch, when a reply needs it, or at the end
+ * of the loop iteration. Holds the first asynchronous error since the last
+ * sync.
+ */
+#ifndef RUDA_STREAM_H
+#define RUDA_STREAM_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include <ruda/ruda.h>
+
+struct ruda_arena;
+struct ruda_buffer;
+struct ruda_device;
+struct ruda_pipeline;
+struct ruda_submission;
+struct ruda_waiter;
+
+/* Commands per command buffer before it is submitted anyway. */
+#define RUDA_STREAM_BATCH 1024u
+
+struct ruda_stream {
+	struct ruda_device *device; /* borrowed */
+	struct ruda_arena *arena;   /* borrowed from the session */
+	struct ruda_submission *recording;
+	uint64_t last_value;    /* timeline value of the last submission */
+	uint64_t arena_request; /* newest request id that used the arena */
+	/* streams with a recording, submitted at the end of the loop iteration */
+	struct ruda_stream *dirty_next;
+	struct ruda_stream **dirty_list; /* borrowed list head */
+	int dirty;
+
+	ruda_status error; /* first failure since the last sync */
+	char error_message[256];
+};
+
+struct ruda_binding {
+	struct ruda_buffer *buffer;
+	uint64_t offset, size;
+};
+
+void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
+		       struct ruda_arena *arena, struct ruda_stream **dirty_list);
+/* Throws away unsubmitted work; submitted work completes on its own. */
+void ruda__stream_finish(struct ruda_stream *s);
+
+/* Record the first asynchronous error. */
+void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Note that request `id` used arena bytes: publish it as done once the work
+ * recorded so far has completed (at once when the stream is idle). */
+void ruda__stream_arena_used(struct ruda_stream *s, uint64_t id);
+
+ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
+			       uint64_t arena_offset, uint64_t size);
+ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
+			      uint64_t arena_offset, uint64_t size);
+ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
+				const uint32_t count[3], const struct ruda_binding *bindings,
+				uint32_t nbindings, const void *push, uint32_t push_size);
+
+/* Submit what is recorded. */
+ruda_status ruda__stream_submit(struct ruda_stream *s);
+/* Submit, then run `waiter` once everything submitted so far is done (at
+ * once when nothing is in flight). */
+void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter);
+
+/* Submit every stream on `list` (end of a loop iteration). */
+void ruda__stream_submit_dirty(struct ruda_stream **list);
+
+#endif

@@ -1,0 +1,794 @@
+/* libruda: one connection to rudad and the session behind it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <ruda/ruda.h>
+
+#include "../proto/arena_header.h"
+#include "../proto/frame.h"
+#include "arena_ring.h"
+#include "ruda.pb-c.h"
+
+/* Queued fire-and-forget bytes that trigger a send without being asked. */
+#define BATCH_BYTES (32u * 1024u)
+
+/* A thread waiting for the reply to request `id`. */
+struct waiting {
+	struct waiting *next;
+	uint64_t id;
+	Ruda__Reply *reply; /* owned once set */
+	int fd;             /* passed with the reply, or -1 */
+};
+
+struct ruda_client {
+	int fd;
+	pthread_mutex_t lock; /* guards everything below but `in` */
+	pthread_cond_t cond;
+	struct ruda_frame_writer out;
+	struct ruda_frame_reader in; /* only the thread that is the reader */
+	int reader_active;
+	int broken; /* the connection is gone */
+	struct waiting *waiting;
+	uint64_t next_request, next_handle, next_kernel;
+
+	uint8_t *arena; /* the shared memory, mapped */
+	uint64_t arena_size, data_offset;
+	struct ruda_arena_ring ring;
+
+	uint64_t session_id;
+	ruda_device_properties props;
+	char last_error[512];
+};
+
+static void set_error(ruda_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(ruda_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+/* Send everything queued. Lock held. */
+static ruda_status send_queued(ruda_client *c)
+{
+	if (c->broken)
+		return RUDA_ERROR_DISCONNECTED;
+	int err = ruda_frame_writer_flush(&c->out, c->fd, 0);
+	if (err < 0) {
+		c->broken = 1;
+		set_error(c, "sending to rudad failed: %s", strerror(-err));
+		return RUDA_ERROR_DISCONNECTED;
+	}
+	return RUDA_OK;
+}
+
+/* Give `req` the next id and queue it. Lock held. */
+static ruda_status queue(ruda_client *c, Ruda__Request *req)
+{
+	if (c->broken)
+		return RUDA_ERROR_DISCONNECTED;
+	req->id = c->next_request++;
+	size_t size = ruda__request__get_packed_size(req);
+	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
+			       ? ruda_frame_writer_reserve(&c->out, (uint32_t)size)
+			       : NULL;
+	if (!dst) {
+		set_error(c, "request of %zu bytes is over the frame limit", size);
+		return size > RUDA_FRAME_MAX_PAYLOAD ? RUDA_ERROR_INVALID_ARGUMENT
+						     : RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	ruda__request__pack(req, dst);
+	ruda_frame_writer_commit(&c->out, (uint32_t)size);
+	if (ruda_frame_writer_pending(&c->out) >= BATCH_BYTES)
+		return send_queued(c);
+	return RUDA_OK;
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+/* Hand a received frame to the thread waiting for it. Lock held. */
+static void deliver(ruda_client *c, struct ruda_frame *frame)
+{
+	Ruda__Reply *reply = ruda__reply__unpack(NULL, frame->length, frame->payload);
+	struct waiting *w = NULL;
+	if (reply)
+		for (w = c->waiting; w && w->id != reply->id; w = w->next)
+			;
+	if (!w || w->reply) {
+		/* nobody asked: a broken daemon; do not trust the stream further */
+		if (reply)
+			ruda__reply__free_unpacked(reply, NULL);
+		for (uint16_t i = 0; i < frame->nfds; i++)
+			close(frame->fds[i]);
+		c->broken = 1;
+		set_error(c, "rudad sent an unexpected or undecodable reply");
+		return;
+	}
+	w->reply = reply;
+	for (uint16_t i = 0; i < frame->nfds; i++) {
+		if (i == 0 && w->fd < 0)
+			w->fd = frame->fds[i];
+		else
+			close(frame->fds[i]);
+	}
+}
+
+/* Read from the socket until one or more replies are delivered. Lock held
+ * on entry and exit; dropped while blocked in recv. */
+static void read_replies(ruda_client *c)
+{
+	c->reader_active = 1;
+	pthread_mutex_unlock(&c->lock);
+	ssize_t n = ruda_frame_reader_recv(&c->in, c->fd, 0);
+	pthread_mutex_lock(&c->lock);
+	c->reader_active = 0;
+	if (n <= 0) {
+		c->broken = 1;
+		set_error(c, n == 0 ? "rudad closed the connection"
+				    : "receiving from rudad failed: %s",
+			  strerror((int)-n));
+	} else {
+		struct ruda_frame frame;
+		int r;
+		while (!c->broken && (r = ruda_frame_reader_next(&c->in, &frame)) != 0) {
+			if (r < 0) {
+				c->broken = 1;
+				set_error(c, "rudad sent a malformed frame");
+				break;
+			}
+			deliver(c, &frame);
+		}
+	}
+	pthread_cond_broadcast(&c->cond);
+}
+
+/*
+ * Send `req` with everything queued before it and wait for its reply.
+ * Returns the reply's status; *out (optional) receives the reply, owned by
+ * the caller; *fd (optional) a descriptor passed with it. Lock held.
+ */
+static ruda_status round_trip(ruda_client *c, Ruda__Request *req, Ruda__Reply **out, int *fd)
+{
+	ruda_status st = queue(c, req);
+	if (st == RUDA_OK)
+		st = send_queued(c);
+	if (st != RUDA_OK)
+		return st;
+	struct waiting w = {.id = req->id, .fd = -1, .next = c->waiting};
+	c->waiting = &w;
+	while (!w.reply && !c->broken) {
+		if (!c->reader_active)
+			read_replies(c);
+		else
+			pthread_cond_wait(&c->cond, &c->lock);
+	}
+	struct waiting **link = &c->waiting;
+	while (*link != &w)
+		link = &(*link)->next;
+	*link = w.next;
+	if (!w.reply) {
+		if (w.fd >= 0)
+			close(w.fd);
+		return RUDA_ERROR_DISCONNECTED;
+	}
+	st = (ruda_status)w.reply->status;
+	if (st != RUDA_OK)
+		set_error(c, "%s", w.reply->message && *w.reply->message ? w.reply->message
+									   : ruda_strerror(st));
+	if (fd)
+		*fd = w.fd;
+	else if (w.fd >= 0)
+		close(w.fd);
+	if (out)
+		*out = w.reply;
+	else
+		ruda__reply__free_unpacked(w.reply, NULL);
+	return st;
+}
+
+/* ---- arena -------------------------------------------------------------- */
+
+static uint64_t arena_completed(ruda_client *c)
+{
+	struct ruda_arena_header *h = (struct ruda_arena_header *)c->arena;
+	return atomic_load_explicit(&h->completed_request, memory_order_acquire);
+}
+
+/* Arena space for `size` bytes, waiting for the daemon to free some if
+ * needed. Lock held. */
+static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
+			       uint64_t *offset, uint64_t *region)
+{
+	for (;;) {
+		ruda_arena_ring_reclaim(&c->ring, arena_completed(c));
+		int err = ruda_arena_ring_alloc(&c->ring, size, client_owned, offset, region);
+		if (err == 0) {
+			*offset += c->data_offset;
+			return RUDA_OK;
+		}
+		if (err == -E2BIG) {
+			set_error(c, "%llu bytes do not fit the %llu-byte arena",
+				  (unsigned long long)size, (unsigned long long)c->ring.capacity);
+			return RUDA_ERROR_TOO_LARGE;
+		}
+		if (err != -EAGAIN)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		if (ruda_arena_ring_has_held(&c->ring)) {
+			/* another thread is copying a download out */
+			pthread_cond_wait(&c->cond, &c->lock);
+			continue;
+		}
+		Ruda__Request req = RUDA__REQUEST__INIT;
+		Ruda__Fence fence = RUDA__FENCE__INIT;
+		req.body_case = RUDA__REQUEST__BODY_FENCE;
+		req.fence = &fence;
+		ruda_status st = round_trip(c, &req, NULL, NULL);
+		if (st != RUDA_OK)
+			return st;
+	}
+}
+
+/* ---- connection --------------------------------------------------------- */
+
+static int socket_path(const ruda_connect_options *o, char *buf, size_t len)
+{
+	const char *env = getenv("RUDA_SOCKET");
+	int n;
+	if (o && o->socket_path)
+		n = snprintf(buf, len, "%s", o->socket_path);
+	else if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/ruda/rudad.sock");
+	else {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		if (!xdg || !*xdg)
+			return -ENOENT;
+		n = snprintf(buf, len, "%s/ruda/rudad.sock", xdg);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d)
+{
+	memset(p, 0, sizeof(*p));
+	p->index = d->index;
+	snprintf(p->name, sizeof(p->name), "%s", d->name ? d->name : "");
+	p->vendor_id = d->vendor_id;
+	p->device_id = d->device_id;
+	p->type = (ruda_device_type)d->type;
+	p->api_version = d->api_version;
+	p->driver_version = d->driver_version;
+	if (d->pipeline_cache_uuid.len == sizeof(p->pipeline_cache_uuid))
+		memcpy(p->pipeline_cache_uuid, d->pipeline_cache_uuid.data,
+		       sizeof(p->pipeline_cache_uuid));
+	p->max_buffer_size = d->max_buffer_size;
+	p->max_storage_buffer_range = d->max_storage_buffer_range;
+	p->min_storage_buffer_offset_alignment = d->min_storage_buffer_offset_alignment;
+	p->max_push_constants_size = d->max_push_constants_size;
+	p->max_bindings = d->max_bindings;
+	for (size_t i = 0; i < 3 && i < d->n_max_workgroup_count; i++)
+		p->max_workgroup_count[i] = d->max_workgroup_count[i];
+	for (size_t i = 0; i < 3 && i < d->n_max_workgroup_size; i++)
+		p->max_workgroup_size[i] = d->max_workgroup_size[i];
+	p->max_workgroup_invocations = d->max_workgroup_invocations;
+	p->subgroup_size = d->subgroup_size;
+	p->device_local_bytes = d->device_local_bytes;
+	p->host_import = d->host_import;
+}
+
+/* Map the arena the daemon passed and check it is what it says. */
+static ruda_status map_arena(ruda_client *c, int fd, const Ruda__HelloReply *h)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != h->arena_size ||
+	    h->arena_data_offset < sizeof(struct ruda_arena_header) ||
+	    h->arena_data_offset >= h->arena_size) {
+		set_error(c, "rudad passed an arena of the wrong size");
+		return RUDA_ERROR_PROTOCOL;
+	}
+	void *map = mmap(NULL, h->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		set_error(c, "cannot map the arena: %s", strerror(errno));
+		return RUDA_ERROR_IO;
+	}
+	struct ruda_arena_header *hdr = map;
+	if (hdr->magic != RUDA_ARENA_MAGIC || hdr->version != RUDA_ARENA_VERSION) {
+		munmap(map, h->arena_size);
+		set_error(c, "the arena has an unknown layout");
+		return RUDA_ERROR_PROTOCOL;
+	}
+	c->arena = map;
+	c->arena_size = h->arena_size;
+	c->data_offset = h->arena_data_offset;
+	ruda_arena_ring_init(&c->ring, h->arena_size - h->arena_data_offset);
+	return RUDA_OK;
+}
+
+static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
+{
+	Ruda__Hello h = RUDA__HELLO__INIT;
+	h.protocol_version = RUDA_PROTOCOL_VERSION;
+	h.client_name = (char *)(o && o->client_name ? o->client_name : program_invocation_short_name);
+	h.device_index = o ? o->device_index : 0;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	Ruda__Reply *reply = NULL;
+	int fd = -1;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, &reply, &fd);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || fd < 0 ||
+			      reply->hello->device_index >= reply->hello->n_devices)) {
+		set_error(c, "rudad's handshake reply is incomplete");
+		st = RUDA_ERROR_PROTOCOL;
+	}
+	if (st == RUDA_OK)
+		st = map_arena(c, fd, reply->hello);
+	if (st == RUDA_OK) {
+		c->session_id = reply->hello->session_id;
+		copy_properties(&c->props, reply->hello->devices[reply->hello->device_index]);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (reply)
+		ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+static void client_free(ruda_client *c)
+{
+	if (c->arena)
+		munmap(c->arena, c->arena_size);
+	ruda_arena_ring_finish(&c->ring);
+	ruda_frame_reader_finish(&c->in);
+	ruda_frame_writer_finish(&c->out);
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (!out || socket_path(options, addr.sun_path, sizeof(addr.sun_path)) < 0)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	c->fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	ruda_frame_writer_init(&c->out);
+	c->next_request = c->next_handle = c->next_kernel = 1;
+	if (ruda_frame_reader_init(&c->in) < 0) {
+		client_free(c);
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		client_free(c);
+		return RUDA_ERROR_DISCONNECTED;
+	}
+	ruda_status st = hello(c, options);
+	if (st != RUDA_OK) {
+		client_free(c);
+		return st;
+	}
+	*out = c;
+	return RUDA_OK;
+}
+
+void ruda_client_close(ruda_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	send_queued(c); /* releases and launches asked for still happen */
+	pthread_mutex_unlock(&c->lock);
+	client_free(c);
+}
+
+size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t n = strlen(c->last_error);
+	if (len) {
+		size_t k = n < len - 1 ? n : len - 1;
+		memcpy(buf, c->last_error, k);
+		buf[k] = '\0';
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+const char *ruda_client_name(const ruda_client *c)
+{
+	(void)c;
+	return "ruda";
+}
+
+uint64_t ruda_client_session_id(const ruda_client *c)
+{
+	return c->session_id;
+}
+
+ruda_status ruda_client_properties(const ruda_client *c, ruda_device_properties *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	*out = c->props; /* set once at connect; never changes */
+	return RUDA_OK;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+static ruda_status queue_empty(ruda_client *c, uint64_t size, ruda_handle *out)
+{
+	Ruda__Empty e = RUDA__EMPTY__INIT;
+	e.handle = c->next_handle++;
+	e.size = size;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_EMPTY;
+	req.empty = &e;
+	ruda_status st = queue(c, &req);
+	if (st == RUDA_OK)
+		*out = (ruda_handle){.id = e.handle, .offset = 0, .size = size};
+	return st;
+}
+
+/* Upload through the arena in chunks. Lock held. */
+static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, const void *data,
+			  size_t size)
+{
+	const uint8_t *src = data;
+	uint64_t chunk_max = ruda_arena_ring_chunk(&c->ring);
+	do {
+		uint64_t chunk = size < chunk_max ? size : chunk_max;
+		uint64_t arena_offset, region;
+		ruda_status st = arena_alloc(c, chunk, 0, &arena_offset, &region);
+		if (st != RUDA_OK)
+			return st;
+		memcpy(c->arena + arena_offset, src, chunk);
+		Ruda__Write w = RUDA__WRITE__INIT;
+		w.handle = handle;
+		w.offset = offset;
+		w.arena_offset = arena_offset;
+		w.size = chunk;
+		Ruda__Request req = RUDA__REQUEST__INIT;
+		req.body_case = RUDA__REQUEST__BODY_WRITE;
+		req.write = &w;
+		st = queue(c, &req);
+		ruda_arena_ring_set_request(&c->ring, region, req.id);
+		if (st != RUDA_OK)
+			return st;
+		src += chunk;
+		offset += chunk;
+		size -= chunk;
+	} while (size);
+	return RUDA_OK;
+}
+
+ruda_status ruda_client_empty(ruda_client *c, size_t size, ruda_handle *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue_empty(c, size, out);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_create(ruda_client *c, const void *data, size_t size, ruda_handle *out)
+{
+	if (!c || !out || (!data && size))
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue_empty(c, size, out);
+	if (st == RUDA_OK && size)
+		st = upload(c, out->id, 0, data, size);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_write(ruda_client *c, ruda_handle h, uint64_t offset, const void *data,
+			      size_t size)
+{
+	if (!c || (!data && size) || offset > h.size || size > h.size - offset)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	if (!size)
+		return RUDA_OK;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = upload(c, h.id, h.offset + offset, data, size);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+/* Download one slice in chunks. Lock held. */
+static ruda_status download(ruda_client *c, ruda_handle h, uint8_t *dst)
+{
+	uint64_t chunk_max = ruda_arena_ring_chunk(&c->ring);
+	uint64_t done = 0;
+	do {
+		uint64_t chunk = h.size - done < chunk_max ? h.size - done : chunk_max;
+		uint64_t arena_offset, region;
+		ruda_status st = arena_alloc(c, chunk, 1, &arena_offset, &region);
+		if (st != RUDA_OK)
+			return st;
+		Ruda__Read r = RUDA__READ__INIT;
+		r.handle = h.id;
+		r.offset = h.offset + done;
+		r.arena_offset = arena_offset;
+		r.size = chunk;
+		Ruda__Request req = RUDA__REQUEST__INIT;
+		req.body_case = RUDA__REQUEST__BODY_READ;
+		req.read = &r;
+		st = round_trip(c, &req, NULL, NULL);
+		if (st == RUDA_OK && chunk) {
+			/* copy without the lock: other threads may go on meanwhile */
+			pthread_mutex_unlock(&c->lock);
+			memcpy(dst + done, c->arena + arena_offset, chunk);
+			pthread_mutex_lock(&c->lock);
+		}
+		ruda_arena_ring_release(&c->ring, region);
+		pthread_cond_broadcast(&c->cond);
+		if (st != RUDA_OK)
+			return st;
+		done += chunk;
+	} while (done < h.size);
+	return RUDA_OK;
+}
+
+ruda_status ruda_client_read(ruda_client *c, const ruda_handle *handles, size_t count,
+			     void *const *dst)
+{
+	if (!c || (count && (!handles || !dst)))
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = RUDA_OK;
+	for (size_t i = 0; i < count && st == RUDA_OK; i++)
+		st = download(c, handles[i], dst[i]);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_read_one(ruda_client *c, ruda_handle handle, void *dst)
+{
+	return ruda_client_read(c, &handle, 1, &dst);
+}
+
+ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Release r = RUDA__RELEASE__INIT;
+	r.n_handles = 1;
+	r.handles = &h.id;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_RELEASE;
+	req.release = &r;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *d,
+					ruda_kernel *out)
+{
+	if (!c || !d || !out || !d->spirv || !d->entry_point)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	uint64_t arena_offset, region;
+	ruda_status st = arena_alloc(c, d->spirv_size, 0, &arena_offset, &region);
+	if (st == RUDA_OK) {
+		memcpy(c->arena + arena_offset, d->spirv, d->spirv_size);
+		Ruda__KernelRegister k = RUDA__KERNEL_REGISTER__INIT;
+		k.kernel = c->next_kernel++;
+		k.arena_offset = arena_offset;
+		k.size = d->spirv_size;
+		k.entry_point = (char *)d->entry_point;
+		k.binding_count = d->binding_count;
+		k.push_constant_size = d->push_constant_size;
+		Ruda__Request req = RUDA__REQUEST__INIT;
+		req.body_case = RUDA__REQUEST__BODY_KERNEL_REGISTER;
+		req.kernel_register = &k;
+		/* the id is known once queued; the region is tagged before any
+		 * reclaim can look at it */
+		st = round_trip(c, &req, NULL, NULL);
+		ruda_arena_ring_set_request(&c->ring, region, req.id);
+		if (st == RUDA_OK)
+			*out = k.kernel;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__KernelRelease r = RUDA__KERNEL_RELEASE__INIT;
+	r.kernel = kernel;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_KERNEL_RELEASE;
+	req.kernel_release = &r;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+#define MAX_BINDINGS 64u
+
+static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
+			  const ruda_handle *bindings, size_t nbindings, const void *push,
+			  size_t push_size, int unchecked)
+{
+	if (!c || (nbindings && !bindings) || nbindings > MAX_BINDINGS || (push_size && !push) ||
+	    push_size > 256)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Binding b[MAX_BINDINGS];
+	Ruda__Binding *bp[MAX_BINDINGS];
+	for (size_t i = 0; i < nbindings; i++) {
+		ruda__binding__init(&b[i]);
+		b[i].handle = bindings[i].id;
+		b[i].offset = bindings[i].offset;
+		b[i].size = bindings[i].size;
+		bp[i] = &b[i];
+	}
+	Ruda__Launch l = RUDA__LAUNCH__INIT;
+	l.kernel = kernel;
+	l.count_x = count.x;
+	l.count_y = count.y;
+	l.count_z = count.z;
+	l.n_bindings = nbindings;
+	l.bindings = bp;
+	l.push_constants.data = (uint8_t *)push;
+	l.push_constants.len = push_size;
+	l.unchecked = unchecked;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_LAUNCH;
+	req.launch = &l;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
+			       const ruda_handle *bindings, size_t nbindings, const void *push,
+			       size_t push_size)
+{
+	return launch(c, kernel, count, bindings, nbindings, push, push_size, 0);
+}
+
+ruda_status ruda_client_launch_unchecked(ruda_client *c, ruda_kernel kernel, ruda_count count,
+					 const ruda_handle *bindings, size_t nbindings,
+					 const void *push, size_t push_size)
+{
+	return launch(c, kernel, count, bindings, nbindings, push, push_size, 1);
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+ruda_status ruda_client_flush(ruda_client *c)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Flush f = RUDA__FLUSH__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_FLUSH;
+	req.flush = &f;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	if (st == RUDA_OK)
+		st = send_queued(c);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_sync(ruda_client *c)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Sync s = RUDA__SYNC__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_SYNC;
+	req.sync = &s;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+static ruda_status handles_request(ruda_client *c, const ruda_handle *handles, size_t count,
+				   int wait)
+{
+	if (!c || (count && !handles))
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	uint64_t *ids = malloc((count ? count : 1) * sizeof(*ids));
+	if (!ids)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < count; i++)
+		ids[i] = handles[i].id;
+	Ruda__Check check = RUDA__CHECK__INIT;
+	Ruda__SyncBuffers sync = RUDA__SYNC_BUFFERS__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	if (wait) {
+		sync.n_handles = count;
+		sync.handles = ids;
+		req.body_case = RUDA__REQUEST__BODY_SYNC_BUFFERS;
+		req.sync_buffers = &sync;
+	} else {
+		check.n_handles = count;
+		check.handles = ids;
+		req.body_case = RUDA__REQUEST__BODY_CHECK;
+		req.check = &check;
+	}
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	free(ids);
+	return st;
+}
+
+ruda_status ruda_client_check(ruda_client *c, const ruda_handle *handles, size_t count)
+{
+	return handles_request(c, handles, count, 0);
+}
+
+ruda_status ruda_client_sync_buffers(ruda_client *c, const ruda_handle *handles, size_t count)
+{
+	return handles_request(c, handles, count, 1);
+}
+
+ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Stats s = RUDA__STATS__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_STATS;
+	req.stats = &s;
+	Ruda__Reply *reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, &reply, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_STATS)
+		st = RUDA_ERROR_PROTOCOL;
+	if (st == RUDA_OK) {
+		const Ruda__StatsReply *r = reply->stats;
+		*out = (ruda_daemon_stats){
+			.sessions = r->sessions,
+			.device_bytes = r->device_bytes,
+			.device_buffers = r->device_buffers,
+			.session_bytes = r->session_bytes,
+			.session_buffers = r->session_buffers,
+			.submissions_in_flight = r->submissions_in_flight,
+			.kernels_compiled = r->kernels_compiled,
+			.pipelines = r->pipelines,
+		};
+	}
+	if (reply)
+		ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}

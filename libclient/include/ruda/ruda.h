@@ -1,0 +1,245 @@
+/*
+ * libruda: the client library of rudad, the ruda GPU compute daemon.
+ *
+ * A ruda_client is one connection to rudad and one session there: the
+ * buffers, kernels and stream it creates belong to it and are released when
+ * it closes (or its process dies). The calls mirror the Rust ErasedClient of
+ * ruda-runtime; docs/api.md has the mapping table.
+ *
+ * Conventions:
+ * - Every fallible call returns a ruda_status; RUDA_OK is 0.
+ * - Calls that need no answer from the daemon (create, empty, launch,
+ *   release, flush) are queued and sent in batches; errors they meet in the
+ *   daemon are reported later by ruda_client_sync, ruda_client_check,
+ *   ruda_client_sync_buffers and reads of the buffers they would have
+ *   written.
+ * - A ruda_client may be used from several threads at once.
+ * - Pointers passed in are borrowed for the duration of the call only.
+ */
+#ifndef RUDA_RUDA_H
+#define RUDA_RUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RUDA_PROTOCOL_VERSION 1u
+
+/* Same names and values as `ruda.Status` in proto/ruda.proto. */
+typedef enum ruda_status {
+	RUDA_OK = 0,
+	RUDA_ERROR_INVALID_ARGUMENT = 1,
+	RUDA_ERROR_INVALID_HANDLE = 2,
+	RUDA_ERROR_OUT_OF_MEMORY = 3,
+	RUDA_ERROR_TOO_LARGE = 4,
+	RUDA_ERROR_QUOTA = 5,
+	RUDA_ERROR_UNSUPPORTED = 6,
+	RUDA_ERROR_PROTOCOL = 7,
+	RUDA_ERROR_INVALID_KERNEL = 8,
+	RUDA_ERROR_DEVICE_LOST = 9,
+	RUDA_ERROR_TIMEOUT = 10,
+	RUDA_ERROR_DISCONNECTED = 11,
+	RUDA_ERROR_OUT_OF_RANGE = 12,
+	RUDA_ERROR_VERSION = 13,
+	RUDA_ERROR_PERMISSION = 14,
+	RUDA_ERROR_BUSY = 15,
+	RUDA_ERROR_INTERNAL = 16,
+	RUDA_ERROR_IO = 17,
+} ruda_status;
+
+/* A static string describing `status`; never NULL. */
+const char *ruda_strerror(ruda_status status);
+
+typedef struct ruda_client ruda_client;
+
+/*
+ * A buffer, or a slice of one. `id` names the allocation inside the session;
+ * `offset` and `size` select the bytes a read or a kernel binding sees.
+ * Handles are plain values: copying one does not add a reference.
+ */
+typedef struct ruda_handle {
+	uint64_t id;
+	uint64_t offset;
+	uint64_t size;
+} ruda_handle;
+
+/* A registered kernel, valid in the client that registered it. */
+typedef uint64_t ruda_kernel;
+
+/* Workgroup count of a launch. */
+typedef struct ruda_count {
+	uint32_t x, y, z;
+} ruda_count;
+
+typedef enum ruda_device_type {
+	RUDA_DEVICE_OTHER = 0,
+	RUDA_DEVICE_INTEGRATED_GPU = 1,
+	RUDA_DEVICE_DISCRETE_GPU = 2,
+	RUDA_DEVICE_VIRTUAL_GPU = 3,
+	RUDA_DEVICE_CPU = 4,
+} ruda_device_type;
+
+/* What the daemon reports about the device of a session. */
+typedef struct ruda_device_properties {
+	uint32_t index;
+	char name[256];
+	uint32_t vendor_id;
+	uint32_t device_id;
+	ruda_device_type type;
+	uint32_t api_version;
+	uint32_t driver_version;
+	uint8_t pipeline_cache_uuid[16];
+	uint64_t max_buffer_size;
+	uint64_t max_storage_buffer_range;
+	uint32_t min_storage_buffer_offset_alignment;
+	uint32_t max_push_constants_size;
+	uint32_t max_bindings;
+	uint32_t max_workgroup_count[3];
+	uint32_t max_workgroup_size[3];
+	uint32_t max_workgroup_invocations;
+	uint32_t subgroup_size;
+	uint64_t device_local_bytes;
+	int host_import; /* arenas are DMA'd directly (no copy in the daemon) */
+} ruda_device_properties;
+
+typedef struct ruda_connect_options {
+	/* Socket path; NULL: $RUDA_SOCKET, else /run/ruda/rudad.sock for root,
+	 * else $XDG_RUNTIME_DIR/ruda/rudad.sock. */
+	const char *socket_path;
+	/* Shown by rudactl; NULL: the program's name. */
+	const char *client_name;
+	/* Index of the daemon's device to use. */
+	uint32_t device_index;
+} ruda_connect_options;
+
+/* ---- connection (ErasedClient::load) ---------------------------------- */
+
+/*
+ * Connect to rudad and open a session. `options` may be NULL for the
+ * defaults. On success *out owns the connection until ruda_client_close.
+ */
+ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out);
+
+/* Release everything the session holds and close it. NULL is allowed. */
+void ruda_client_close(ruda_client *client);
+
+/*
+ * The daemon's detail message for the last failed call on this client,
+ * copied into `buf` (always NUL-terminated when len > 0). Returns its length.
+ */
+size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
+
+/* Runtime name ("ruda"), for logs and caches (ErasedClient::name). */
+const char *ruda_client_name(const ruda_client *client);
+
+/* The daemon-side session id (part of ErasedClient::service_id). */
+uint64_t ruda_client_session_id(const ruda_client *client);
+
+/* Properties of this session's device, copied into *out. */
+ruda_status ruda_client_properties(const ruda_client *client, ruda_device_properties *out);
+
+/* ---- memory ----------------------------------------------------------- */
+
+/*
+ * Allocate `size` bytes on the device and upload `data` into them
+ * (ErasedClient::create and create_from_slice). `data` may be reused as soon
+ * as the call returns.
+ */
+ruda_status ruda_client_create(ruda_client *client, const void *data, size_t size,
+			       ruda_handle *out);
+
+/* Allocate `size` uninitialised bytes (ErasedClient::empty). */
+ruda_status ruda_client_empty(ruda_client *client, size_t size, ruda_handle *out);
+
+/* Copy `size` bytes from `data` into `handle` at byte `offset` of it. */
+ruda_status ruda_client_write(ruda_client *client, ruda_handle handle, uint64_t offset,
+			      const void *data, size_t size);
+
+/*
+ * Read `count` buffers (ErasedClient::read): dst[i] receives handles[i].size
+ * bytes. Waits for the work that writes them; returns the first error.
+ */
+ruda_status ruda_client_read(ruda_client *client, const ruda_handle *handles, size_t count,
+			     void *const *dst);
+
+/* Read one buffer into `dst` (handle.size bytes) (ErasedClient::read_one). */
+ruda_status ruda_client_read_one(ruda_client *client, ruda_handle handle, void *dst);
+
+/* Drop a buffer; its memory is freed when work using it is done. */
+ruda_status ruda_client_release(ruda_client *client, ruda_handle handle);
+
+/* ---- kernels ---------------------------------------------------------- */
+
+typedef struct ruda_kernel_desc {
+	const uint32_t *spirv; /* SPIR-V words */
+	size_t spirv_size;     /* in bytes */
+	const char *entry_point;
+	uint32_t binding_count;      /* storage buffers at set 0, bindings 0..n-1 */
+	uint32_t push_constant_size; /* bytes, multiple of 4 */
+} ruda_kernel_desc;
+
+/*
+ * Validate and compile a kernel in the daemon; waits for the verdict.
+ * RUDA_ERROR_INVALID_KERNEL (with ruda_client_last_error saying why) when
+ * the module is refused.
+ */
+ruda_status ruda_client_kernel_register(ruda_client *client, const ruda_kernel_desc *desc,
+					ruda_kernel *out);
+
+ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
+
+/*
+ * Launch `kernel` with `count` workgroups (ErasedClient::launch). Binding i
+ * is bindings[i]; `push` holds push_size bytes of push constants. Accesses
+ * outside the bound ranges cannot touch other memory.
+ */
+ruda_status ruda_client_launch(ruda_client *client, ruda_kernel kernel, ruda_count count,
+			       const ruda_handle *bindings, size_t binding_count,
+			       const void *push, size_t push_size);
+
+/* As ruda_client_launch, without the bounds guarantee where the daemon's
+ * policy allows it (ErasedClient::launch_unchecked). */
+ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel,
+					 ruda_count count, const ruda_handle *bindings,
+					 size_t binding_count, const void *push,
+					 size_t push_size);
+
+/* ---- execution -------------------------------------------------------- */
+
+/* Send queued requests and have the daemon submit them; no wait. */
+ruda_status ruda_client_flush(ruda_client *client);
+
+/* Wait for all work of the stream; return (and clear) its first error. */
+ruda_status ruda_client_sync(ruda_client *client);
+
+/* The error recorded against any of `handles`, without waiting. */
+ruda_status ruda_client_check(ruda_client *client, const ruda_handle *handles, size_t count);
+
+/* Wait for the work touching `handles`, then report their errors. */
+ruda_status ruda_client_sync_buffers(ruda_client *client, const ruda_handle *handles,
+				     size_t count);
+
+/* ---- introspection ---------------------------------------------------- */
+
+typedef struct ruda_daemon_stats {
+	uint32_t sessions;
+	uint64_t device_bytes;
+	uint64_t device_buffers;
+	uint64_t session_bytes;
+	uint64_t session_buffers;
+	uint64_t submissions_in_flight;
+	uint64_t kernels_compiled;
+	uint64_t pipelines;
+} ruda_daemon_stats;
+
+/* Counters of the daemon and of this session. */
+ruda_status ruda_client_daemon_stats(ruda_client *client, ruda_daemon_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
