@@ -86,9 +86,10 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
 	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ)
+$(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
 	$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
-		$(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+		-Wl,--version-script=libclient/libruda.map \
+		$(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
 $(BUILD)/libruda.so: $(BUILD)/libruda.so.$(VERSION)
 	ln -sf libruda.so.$(VERSION) $(BUILD)/libruda.so.$(SOVERSION)
@@ -109,23 +110,23 @@ $(BUILD)/example: docs/example.c $(BUILD)/libruda.so
 
 # ---- tests --------------------------------------------------------------
 
-TEST_CFLAGS = $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Itests -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"'
+TEST_CFLAGS = $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Itests -Idaemon -Ilibclient -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"'
 TEST_COMMON := $(BUILD)/obj/tests/harness.o
 
 $(BUILD)/obj/tests/harness.o: tests/harness.c tests/harness.h $(GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/test_frame: tests/unit/test_frame.c $(PROTO_OBJ) $(TEST_COMMON)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $^ $(CLIENT_LIBS) $(CHECK_LIBS)
+# Unit suites may use any daemon module; both kinds link the real libruda.
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ))
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(PROTO_OBJ) \
-		$(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ)) $(BUILD)/obj/libclient/status.o
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $^ $(DAEMON_LIBS) $(CHECK_LIBS)
+	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a $(DAEMON_LIBS) $(CHECK_LIBS)
 
-$(BUILD)/tests/test_%: tests/integration/test_%.c $(TEST_COMMON) $(BUILD)/libruda.a $(PROTO_OBJ)
+$(BUILD)/tests/test_%: tests/integration/test_%.c $(TEST_COMMON) $(BUILD)/libruda.a \
+		| $(BUILD)/rudad $(SPIRV) $(BUILD)/example
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(BUILD)/libruda.a \
 		$(CLIENT_LIBS) $(CHECK_LIBS)

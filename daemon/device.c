@@ -156,7 +156,10 @@ static void *completion_main(void *arg)
 
 static void on_async(uv_async_t *async)
 {
-	ruda__device_process_completions(async->data);
+	struct ruda_device *d = async->data;
+	ruda__device_process_completions(d);
+	if (d->on_progress)
+		d->on_progress(d->progress_data);
 }
 
 /* ---- submissions -------------------------------------------------------- */

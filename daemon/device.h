@@ -77,6 +77,9 @@ struct ruda_device {
 	uv_async_t async;
 
 	struct ruda_device_stats stats;
+	/* called on the loop after completions were processed */
+	void (*on_progress)(void *data);
+	void *progress_data;
 };
 
 /* The daemon's Vulkan instance and every physical device it can see. */

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "log.h"
 
 int ruda__default_socket_path(char *buf, size_t len)
@@ -33,6 +34,12 @@ static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
 	ruda__session_context_tick(&server->ctx);
+}
+
+static void on_device_progress(void *data)
+{
+	struct ruda_server *server = data;
+	ruda__session_context_resume(&server->ctx);
 }
 
 static void on_connection(uv_poll_t *poll, int status, int events)
@@ -147,6 +154,10 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		.max_handles = o->max_handles,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
+	for (uint32_t i = 0; i < ndevices; i++) {
+		devices[i]->on_progress = on_device_progress;
+		devices[i]->progress_data = server;
+	}
 	uv_poll_init(loop, &server->listen_poll, fd);
 	server->listen_poll.data = server;
 	uv_poll_start(&server->listen_poll, UV_READABLE, on_connection);
@@ -174,6 +185,8 @@ void ruda__server_shutdown(struct ruda_server *server)
 		ruda__session_destroy(s);
 	ruda__session_context_tick(&server->ctx);
 	ruda__handle_table_finish(&server->ctx.sessions);
+	for (uint32_t i = 0; i < server->ctx.ndevices; i++)
+		server->ctx.devices[i]->on_progress = NULL;
 	uv_check_stop(&server->tick);
 	uv_close((uv_handle_t *)&server->tick, NULL);
 	free(server->socket_path);

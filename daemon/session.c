@@ -16,6 +16,8 @@
 #include "ruda.pb-c.h"
 
 static void on_poll(uv_poll_t *poll, int status, int events);
+static void unthrottle(struct ruda_session *s);
+static void process_frames(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -48,12 +50,12 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	}
 	ruda__handle_table_init(&s->buffers);
 	ruda__handle_table_init(&s->kernels);
-	ruda_frame_writer_init(&s->out);
-	int err = ruda_frame_reader_init(&s->in);
+	ruda__frame_writer_init(&s->out);
+	int err = ruda__frame_reader_init(&s->in);
 	if (!err)
 		err = ruda__handle_table_insert(&ctx->sessions, id, s);
 	if (err) {
-		ruda_frame_reader_finish(&s->in);
+		ruda__frame_reader_finish(&s->in);
 		free(s);
 		return err;
 	}
@@ -94,6 +96,8 @@ void ruda__session_destroy(struct ruda_session *s)
 			*link = s->dead_next;
 	}
 	s->state = RUDA_SESSION_DEAD;
+	if (s->throttled)
+		unthrottle(s);
 	if (s->arena)
 		ruda__stream_finish(&s->stream);
 	struct ruda_session_buffer *b;
@@ -112,8 +116,8 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__handle_table_finish(&s->kernels);
 	if (s->arena)
 		ruda_ref_put(&s->arena->ref);
-	ruda_frame_reader_finish(&s->in);
-	ruda_frame_writer_finish(&s->out);
+	ruda__frame_reader_finish(&s->in);
+	ruda__frame_writer_finish(&s->out);
 	close(s->fd);
 	uv_close((uv_handle_t *)&s->poll, free_after_close);
 }
@@ -126,6 +130,34 @@ void ruda__session_context_tick(struct ruda_session_context *ctx)
 		ruda__session_destroy(s);
 	}
 	ruda__stream_submit_dirty(&ctx->dirty);
+}
+
+static void unthrottle(struct ruda_session *s)
+{
+	struct ruda_session **link = &s->ctx->throttled;
+	while (*link && *link != s)
+		link = &(*link)->throttled_next;
+	if (*link)
+		*link = s->throttled_next;
+	s->throttled = 0;
+}
+
+void ruda__session_context_resume(struct ruda_session_context *ctx)
+{
+	struct ruda_session **link = &ctx->throttled;
+	while (*link) {
+		struct ruda_session *s = *link;
+		if (ruda__stream_saturated(&s->stream)) {
+			link = &s->throttled_next;
+			continue;
+		}
+		*link = s->throttled_next;
+		s->throttled = 0;
+		if (s->state != RUDA_SESSION_READY)
+			continue;
+		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
+		process_frames(s); /* those already received come first */
+	}
 }
 
 void ruda__session_violation(struct ruda_session *s, const char *fmt, ...)
@@ -144,18 +176,18 @@ void ruda__session_flush(struct ruda_session *s)
 {
 	if (s->state == RUDA_SESSION_DEAD)
 		return;
-	int err = ruda_frame_writer_flush(&s->out, s->fd, MSG_DONTWAIT);
+	int err = ruda__frame_writer_flush(&s->out, s->fd, MSG_DONTWAIT);
 	if (err == 0) {
 		if (s->state == RUDA_SESSION_CLOSING) {
 			ruda__session_kill(s);
 			return;
 		}
-		set_poll(s, UV_READABLE);
+		set_poll(s, s->throttled ? UV_DISCONNECT : UV_READABLE);
 	} else if (err == -EAGAIN) {
-		if (ruda_frame_writer_pending(&s->out) > s->ctx->max_output) {
+		if (ruda__frame_writer_pending(&s->out) > s->ctx->max_output) {
 			log_warn("session %llu (uid %u, pid %d): %zu reply bytes unread; disconnecting",
 				 (unsigned long long)s->id, s->uid, s->pid,
-				 ruda_frame_writer_pending(&s->out));
+				 ruda__frame_writer_pending(&s->out));
 			ruda__session_kill(s);
 			return;
 		}
@@ -173,7 +205,7 @@ void ruda__session_reply(struct ruda_session *s, Ruda__Reply *reply)
 		return;
 	size_t size = ruda__reply__get_packed_size(reply);
 	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda_frame_writer_reserve(&s->out, (uint32_t)size)
+			       ? ruda__frame_writer_reserve(&s->out, (uint32_t)size)
 			       : NULL;
 	if (!dst) {
 		log_error("session %llu: cannot queue a %zu-byte reply", (unsigned long long)s->id,
@@ -182,7 +214,7 @@ void ruda__session_reply(struct ruda_session *s, Ruda__Reply *reply)
 		return;
 	}
 	ruda__reply__pack(reply, dst);
-	ruda_frame_writer_commit(&s->out, (uint32_t)size);
+	ruda__frame_writer_commit(&s->out, (uint32_t)size);
 	ruda__session_flush(s);
 }
 
@@ -196,7 +228,7 @@ void ruda__session_reply_fd(struct ruda_session *s, Ruda__Reply *reply, int fd)
 		return;
 	}
 	ruda__reply__pack(reply, buf);
-	if (ruda_frame_writer_append(&s->out, buf, (uint32_t)size, &fd, 1) < 0) {
+	if (ruda__frame_writer_append(&s->out, buf, (uint32_t)size, &fd, 1) < 0) {
 		ruda__session_kill(s);
 		return;
 	}
@@ -220,13 +252,37 @@ void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_s
 	ruda__session_reply(s, &reply);
 }
 
+/* Run the complete frames buffered, until the stream has as much GPU work
+ * in flight as one client may have. */
+static void process_frames(struct ruda_session *s)
+{
+	struct ruda_frame frame;
+	int r;
+	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
+	       !s->throttled && (r = ruda__frame_reader_next(&s->in, &frame)) != 0) {
+		if (r < 0) {
+			ruda__session_violation(s, "malformed frame header");
+			return;
+		}
+		ruda__dispatch_frame(s, &frame);
+		if (s->state == RUDA_SESSION_READY && ruda__stream_saturated(&s->stream)) {
+			/* backpressure: take no more requests until the GPU catches up,
+			 * but still notice a client that goes away */
+			s->throttled = 1;
+			s->throttled_next = s->ctx->throttled;
+			s->ctx->throttled = s;
+			set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
+		}
+	}
+}
+
 static void session_read(struct ruda_session *s)
 {
-	ssize_t n = ruda_frame_reader_recv(&s->in, s->fd, MSG_DONTWAIT);
+	ssize_t n = ruda__frame_reader_recv(&s->in, s->fd, MSG_DONTWAIT);
 	if (n == -EAGAIN)
 		return;
 	if (n == 0 || (n < 0 && n != -EPROTO)) {
-		if (ruda_frame_reader_pending(&s->in))
+		if (ruda__frame_reader_pending(&s->in))
 			log_warn("session %llu (uid %u, pid %d): connection ended inside a frame",
 				 (unsigned long long)s->id, s->uid, s->pid);
 		ruda__session_kill(s);
@@ -236,22 +292,17 @@ static void session_read(struct ruda_session *s)
 		ruda__session_violation(s, "too many file descriptors or truncated control data");
 		return;
 	}
-	struct ruda_frame frame;
-	int r;
-	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
-	       (r = ruda_frame_reader_next(&s->in, &frame)) != 0) {
-		if (r < 0) {
-			ruda__session_violation(s, "malformed frame header");
-			return;
-		}
-		ruda__dispatch_frame(s, &frame);
-	}
+	process_frames(s);
 }
 
 static void on_poll(uv_poll_t *poll, int status, int events)
 {
 	struct ruda_session *s = poll->data;
 	if (status < 0) {
+		ruda__session_kill(s);
+		return;
+	}
+	if (events & UV_DISCONNECT) {
 		ruda__session_kill(s);
 		return;
 	}

@@ -43,6 +43,7 @@ struct ruda_session_context {
 	struct ruda_handle_table sessions;        /* id -> struct ruda_session */
 	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
 	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */
+	struct ruda_session *throttled; /* not read until their GPU work drains */
 	uint64_t arena_size;
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
 	uint32_t max_handles;
@@ -59,6 +60,8 @@ struct ruda_session {
 	uint64_t id;
 	struct ruda_session_context *ctx; /* borrowed */
 	struct ruda_session *dead_next;
+	struct ruda_session *throttled_next;
+	int throttled;
 	int fd;
 	uv_poll_t poll;
 	int poll_events;
@@ -87,6 +90,9 @@ void ruda__session_kill(struct ruda_session *session);
 /* Destroy the sessions killed so far and submit the streams with recorded
  * work (end of a loop iteration). */
 void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Read again from the sessions whose GPU work has drained (after device
+ * progress). */
+void ruda__session_context_resume(struct ruda_session_context *ctx);
 /* Release everything and close the connection (its memory goes once the
  * poll handle is closed). */
 void ruda__session_destroy(struct ruda_session *session);

@@ -200,6 +200,7 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 		return RUDA_ERROR_DEVICE_LOST;
 	}
 	s->last_value = sub->value;
+	s->recent[s->recent_next++ % RUDA_STREAM_MAX_INFLIGHT] = sub->value;
 	return RUDA_OK;
 }
 
@@ -215,6 +216,13 @@ void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter)
 	}
 	/* nothing of this stream in flight */
 	waiter->done(waiter, atomic_load(&d->lost) ? RUDA_ERROR_DEVICE_LOST : RUDA_OK);
+}
+
+int ruda__stream_saturated(const struct ruda_stream *s)
+{
+	/* the oldest of the last few submissions is still running */
+	uint64_t oldest = s->recent[s->recent_next % RUDA_STREAM_MAX_INFLIGHT];
+	return oldest > atomic_load(&s->device->completed) && !atomic_load(&s->device->lost);
 }
 
 void ruda__stream_submit_dirty(struct ruda_stream **list)

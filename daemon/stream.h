@@ -21,12 +21,17 @@ struct ruda_waiter;
 
 /* Commands per command buffer before it is submitted anyway. */
 #define RUDA_STREAM_BATCH 1024u
+/* Submissions of one stream in flight before its client is made to wait:
+ * bounds the GPU work (and memory) one client can queue. */
+#define RUDA_STREAM_MAX_INFLIGHT 2u
 
 struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
 	struct ruda_arena *arena;   /* borrowed from the session */
 	struct ruda_submission *recording;
 	uint64_t last_value;    /* timeline value of the last submission */
+	uint64_t recent[RUDA_STREAM_MAX_INFLIGHT]; /* values of the last submissions */
+	unsigned recent_next;
 	uint64_t arena_request; /* newest request id that used the arena */
 	/* streams with a recording, submitted at the end of the loop iteration */
 	struct ruda_stream *dirty_next;
@@ -68,6 +73,9 @@ ruda_status ruda__stream_submit(struct ruda_stream *s);
 /* Submit, then run `waiter` once everything submitted so far is done (at
  * once when nothing is in flight). */
 void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter);
+
+/* Whether the stream has RUDA_STREAM_MAX_INFLIGHT submissions in flight. */
+int ruda__stream_saturated(const struct ruda_stream *s);
 
 /* Submit every stream on `list` (end of a loop iteration). */
 void ruda__stream_submit_dirty(struct ruda_stream **list);

@@ -7,14 +7,14 @@
 /* Regions start on cache lines (and on SPIR-V word boundaries). */
 #define REGION_ALIGN 64u
 
-int ruda_arena_ring_init(struct ruda_arena_ring *r, uint64_t capacity)
+int ruda__arena_ring_init(struct ruda_arena_ring *r, uint64_t capacity)
 {
 	memset(r, 0, sizeof(*r));
 	r->capacity = capacity / REGION_ALIGN * REGION_ALIGN;
 	return 0;
 }
 
-void ruda_arena_ring_finish(struct ruda_arena_ring *r)
+void ruda__arena_ring_finish(struct ruda_arena_ring *r)
 {
 	free(r->regions);
 	memset(r, 0, sizeof(*r));
@@ -42,7 +42,7 @@ static int fifo_grow(struct ruda_arena_ring *r)
 	return 0;
 }
 
-int ruda_arena_ring_alloc(struct ruda_arena_ring *r, uint64_t size, int client_owned,
+int ruda__arena_ring_alloc(struct ruda_arena_ring *r, uint64_t size, int client_owned,
 			  uint64_t *offset, uint64_t *region)
 {
 	size = (size + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
@@ -69,21 +69,21 @@ int ruda_arena_ring_alloc(struct ruda_arena_ring *r, uint64_t size, int client_o
 	return 0;
 }
 
-void ruda_arena_ring_set_request(struct ruda_arena_ring *r, uint64_t region, uint64_t request)
+void ruda__arena_ring_set_request(struct ruda_arena_ring *r, uint64_t region, uint64_t request)
 {
 	struct ruda_arena_region *g = region_at(r, region);
 	if (g)
 		g->request = request;
 }
 
-void ruda_arena_ring_release(struct ruda_arena_ring *r, uint64_t region)
+void ruda__arena_ring_release(struct ruda_arena_ring *r, uint64_t region)
 {
 	struct ruda_arena_region *g = region_at(r, region);
 	if (g)
 		g->released = 1;
 }
 
-void ruda_arena_ring_reclaim(struct ruda_arena_ring *r, uint64_t completed)
+void ruda__arena_ring_reclaim(struct ruda_arena_ring *r, uint64_t completed)
 {
 	while (r->count) {
 		struct ruda_arena_region *g = &r->regions[r->first % r->cap];
@@ -98,7 +98,7 @@ void ruda_arena_ring_reclaim(struct ruda_arena_ring *r, uint64_t completed)
 		r->tail = r->head;
 }
 
-int ruda_arena_ring_has_held(const struct ruda_arena_ring *r)
+int ruda__arena_ring_has_held(const struct ruda_arena_ring *r)
 {
 	for (size_t i = 0; i < r->count; i++) {
 		const struct ruda_arena_region *g = &r->regions[(r->first + i) % r->cap];

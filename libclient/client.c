@@ -66,7 +66,7 @@ static ruda_status send_queued(ruda_client *c)
 {
 	if (c->broken)
 		return RUDA_ERROR_DISCONNECTED;
-	int err = ruda_frame_writer_flush(&c->out, c->fd, 0);
+	int err = ruda__frame_writer_flush(&c->out, c->fd, 0);
 	if (err < 0) {
 		c->broken = 1;
 		set_error(c, "sending to rudad failed: %s", strerror(-err));
@@ -83,7 +83,7 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 	req->id = c->next_request++;
 	size_t size = ruda__request__get_packed_size(req);
 	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda_frame_writer_reserve(&c->out, (uint32_t)size)
+			       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
 			       : NULL;
 	if (!dst) {
 		set_error(c, "request of %zu bytes is over the frame limit", size);
@@ -91,8 +91,8 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 						     : RUDA_ERROR_OUT_OF_MEMORY;
 	}
 	ruda__request__pack(req, dst);
-	ruda_frame_writer_commit(&c->out, (uint32_t)size);
-	if (ruda_frame_writer_pending(&c->out) >= BATCH_BYTES)
+	ruda__frame_writer_commit(&c->out, (uint32_t)size);
+	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
 		return send_queued(c);
 	return RUDA_OK;
 }
@@ -132,7 +132,7 @@ static void read_replies(ruda_client *c)
 {
 	c->reader_active = 1;
 	pthread_mutex_unlock(&c->lock);
-	ssize_t n = ruda_frame_reader_recv(&c->in, c->fd, 0);
+	ssize_t n = ruda__frame_reader_recv(&c->in, c->fd, 0);
 	pthread_mutex_lock(&c->lock);
 	c->reader_active = 0;
 	if (n <= 0) {
@@ -143,7 +143,7 @@ static void read_replies(ruda_client *c)
 	} else {
 		struct ruda_frame frame;
 		int r;
-		while (!c->broken && (r = ruda_frame_reader_next(&c->in, &frame)) != 0) {
+		while (!c->broken && (r = ruda__frame_reader_next(&c->in, &frame)) != 0) {
 			if (r < 0) {
 				c->broken = 1;
 				set_error(c, "rudad sent a malformed frame");
@@ -213,8 +213,8 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 			       uint64_t *offset, uint64_t *region)
 {
 	for (;;) {
-		ruda_arena_ring_reclaim(&c->ring, arena_completed(c));
-		int err = ruda_arena_ring_alloc(&c->ring, size, client_owned, offset, region);
+		ruda__arena_ring_reclaim(&c->ring, arena_completed(c));
+		int err = ruda__arena_ring_alloc(&c->ring, size, client_owned, offset, region);
 		if (err == 0) {
 			*offset += c->data_offset;
 			return RUDA_OK;
@@ -226,7 +226,7 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 		}
 		if (err != -EAGAIN)
 			return RUDA_ERROR_OUT_OF_MEMORY;
-		if (ruda_arena_ring_has_held(&c->ring)) {
+		if (ruda__arena_ring_has_held(&c->ring)) {
 			/* another thread is copying a download out */
 			pthread_cond_wait(&c->cond, &c->lock);
 			continue;
@@ -314,7 +314,7 @@ static ruda_status map_arena(ruda_client *c, int fd, const Ruda__HelloReply *h)
 	c->arena = map;
 	c->arena_size = h->arena_size;
 	c->data_offset = h->arena_data_offset;
-	ruda_arena_ring_init(&c->ring, h->arena_size - h->arena_data_offset);
+	ruda__arena_ring_init(&c->ring, h->arena_size - h->arena_data_offset);
 	return RUDA_OK;
 }
 
@@ -354,9 +354,9 @@ static void client_free(ruda_client *c)
 {
 	if (c->arena)
 		munmap(c->arena, c->arena_size);
-	ruda_arena_ring_finish(&c->ring);
-	ruda_frame_reader_finish(&c->in);
-	ruda_frame_writer_finish(&c->out);
+	ruda__arena_ring_finish(&c->ring);
+	ruda__frame_reader_finish(&c->in);
+	ruda__frame_writer_finish(&c->out);
 	if (c->fd >= 0)
 		close(c->fd);
 	pthread_mutex_destroy(&c->lock);
@@ -375,9 +375,9 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
-	ruda_frame_writer_init(&c->out);
+	ruda__frame_writer_init(&c->out);
 	c->next_request = c->next_handle = c->next_kernel = 1;
-	if (ruda_frame_reader_init(&c->in) < 0) {
+	if (ruda__frame_reader_init(&c->in) < 0) {
 		client_free(c);
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -458,7 +458,7 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 			  size_t size)
 {
 	const uint8_t *src = data;
-	uint64_t chunk_max = ruda_arena_ring_chunk(&c->ring);
+	uint64_t chunk_max = ruda__arena_ring_chunk(&c->ring);
 	do {
 		uint64_t chunk = size < chunk_max ? size : chunk_max;
 		uint64_t arena_offset, region;
@@ -475,7 +475,7 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 		req.body_case = RUDA__REQUEST__BODY_WRITE;
 		req.write = &w;
 		st = queue(c, &req);
-		ruda_arena_ring_set_request(&c->ring, region, req.id);
+		ruda__arena_ring_set_request(&c->ring, region, req.id);
 		if (st != RUDA_OK)
 			return st;
 		src += chunk;
@@ -523,7 +523,7 @@ ruda_status ruda_client_write(ruda_client *c, ruda_handle h, uint64_t offset, co
 /* Download one slice in chunks. Lock held. */
 static ruda_status download(ruda_client *c, ruda_handle h, uint8_t *dst)
 {
-	uint64_t chunk_max = ruda_arena_ring_chunk(&c->ring);
+	uint64_t chunk_max = ruda__arena_ring_chunk(&c->ring);
 	uint64_t done = 0;
 	do {
 		uint64_t chunk = h.size - done < chunk_max ? h.size - done : chunk_max;
@@ -546,7 +546,7 @@ static ruda_status download(ruda_client *c, ruda_handle h, uint8_t *dst)
 			memcpy(dst + done, c->arena + arena_offset, chunk);
 			pthread_mutex_lock(&c->lock);
 		}
-		ruda_arena_ring_release(&c->ring, region);
+		ruda__arena_ring_release(&c->ring, region);
 		pthread_cond_broadcast(&c->cond);
 		if (st != RUDA_OK)
 			return st;
@@ -614,7 +614,7 @@ ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *
 		/* the id is known once queued; the region is tagged before any
 		 * reclaim can look at it */
 		st = round_trip(c, &req, NULL, NULL);
-		ruda_arena_ring_set_request(&c->ring, region, req.id);
+		ruda__arena_ring_set_request(&c->ring, region, req.id);
 		if (st == RUDA_OK)
 			*out = k.kernel;
 	}

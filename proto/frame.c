@@ -19,7 +19,7 @@ static uint32_t get_le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void ruda_frame_header_encode(uint8_t out[RUDA_FRAME_HEADER_SIZE], uint32_t length, uint16_t nfds)
+void ruda__frame_header_encode(uint8_t out[RUDA_FRAME_HEADER_SIZE], uint32_t length, uint16_t nfds)
 {
 	put_le32(out, length);
 	out[4] = nfds & 0xff;
@@ -28,7 +28,7 @@ void ruda_frame_header_encode(uint8_t out[RUDA_FRAME_HEADER_SIZE], uint32_t leng
 	out[7] = 0;
 }
 
-int ruda_frame_header_decode(const uint8_t in[RUDA_FRAME_HEADER_SIZE], struct ruda_frame_header *out)
+int ruda__frame_header_decode(const uint8_t in[RUDA_FRAME_HEADER_SIZE], struct ruda_frame_header *out)
 {
 	out->length = get_le32(in);
 	out->nfds = (uint16_t)(in[4] | in[5] << 8);
@@ -52,7 +52,7 @@ static void close_fds(int *fds, size_t n)
  * always fits once consumed bytes are moved out of the way. */
 #define READER_CAP (RUDA_FRAME_HEADER_SIZE + RUDA_FRAME_MAX_PAYLOAD + RUDA_FRAME_HEADER_SIZE)
 
-int ruda_frame_reader_init(struct ruda_frame_reader *r)
+int ruda__frame_reader_init(struct ruda_frame_reader *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->buf = malloc(READER_CAP);
@@ -62,7 +62,7 @@ int ruda_frame_reader_init(struct ruda_frame_reader *r)
 	return 0;
 }
 
-void ruda_frame_reader_finish(struct ruda_frame_reader *r)
+void ruda__frame_reader_finish(struct ruda_frame_reader *r)
 {
 	close_fds(r->fds, r->nfds);
 	r->nfds = 0;
@@ -70,7 +70,7 @@ void ruda_frame_reader_finish(struct ruda_frame_reader *r)
 	r->buf = NULL;
 }
 
-size_t ruda_frame_reader_pending(const struct ruda_frame_reader *r)
+size_t ruda__frame_reader_pending(const struct ruda_frame_reader *r)
 {
 	return r->end - r->start;
 }
@@ -84,7 +84,7 @@ static void reader_compact(struct ruda_frame_reader *r)
 	r->start = 0;
 }
 
-ssize_t ruda_frame_reader_recv(struct ruda_frame_reader *r, int sock, int flags)
+ssize_t ruda__frame_reader_recv(struct ruda_frame_reader *r, int sock, int flags)
 {
 	reader_compact(r);
 	if (r->end == r->cap)
@@ -128,7 +128,7 @@ ssize_t ruda_frame_reader_recv(struct ruda_frame_reader *r, int sock, int flags)
 	return overflow ? -EPROTO : n;
 }
 
-int ruda_frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_t len)
+int ruda__frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_t len)
 {
 	reader_compact(r);
 	if (len > r->cap - r->end)
@@ -138,13 +138,13 @@ int ruda_frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_t
 	return 0;
 }
 
-int ruda_frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out)
+int ruda__frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out)
 {
 	size_t avail = r->end - r->start;
 	if (avail < RUDA_FRAME_HEADER_SIZE)
 		return 0;
 	struct ruda_frame_header h;
-	if (ruda_frame_header_decode(r->buf + r->start, &h) < 0)
+	if (ruda__frame_header_decode(r->buf + r->start, &h) < 0)
 		return -EPROTO;
 	if (avail < RUDA_FRAME_HEADER_SIZE + h.length)
 		return 0;
@@ -163,13 +163,13 @@ int ruda_frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out)
 
 /* ---- writer ----------------------------------------------------------- */
 
-int ruda_frame_writer_init(struct ruda_frame_writer *w)
+int ruda__frame_writer_init(struct ruda_frame_writer *w)
 {
 	memset(w, 0, sizeof(*w));
 	return 0;
 }
 
-void ruda_frame_writer_finish(struct ruda_frame_writer *w)
+void ruda__frame_writer_finish(struct ruda_frame_writer *w)
 {
 	for (size_t i = 0; i < w->nfdsets; i++)
 		close_fds(w->fdsets[i].fds, w->fdsets[i].nfds);
@@ -178,7 +178,7 @@ void ruda_frame_writer_finish(struct ruda_frame_writer *w)
 	memset(w, 0, sizeof(*w));
 }
 
-size_t ruda_frame_writer_pending(const struct ruda_frame_writer *w)
+size_t ruda__frame_writer_pending(const struct ruda_frame_writer *w)
 {
 	return w->end - w->start;
 }
@@ -212,20 +212,20 @@ static int writer_grow(struct ruda_frame_writer *w, size_t extra)
 	return 0;
 }
 
-uint8_t *ruda_frame_writer_reserve(struct ruda_frame_writer *w, uint32_t length)
+uint8_t *ruda__frame_writer_reserve(struct ruda_frame_writer *w, uint32_t length)
 {
 	if (length > RUDA_FRAME_MAX_PAYLOAD || writer_grow(w, RUDA_FRAME_HEADER_SIZE + length) < 0)
 		return NULL;
 	return w->buf + w->end + RUDA_FRAME_HEADER_SIZE;
 }
 
-void ruda_frame_writer_commit(struct ruda_frame_writer *w, uint32_t length)
+void ruda__frame_writer_commit(struct ruda_frame_writer *w, uint32_t length)
 {
-	ruda_frame_header_encode(w->buf + w->end, length, 0);
+	ruda__frame_header_encode(w->buf + w->end, length, 0);
 	w->end += RUDA_FRAME_HEADER_SIZE + length;
 }
 
-int ruda_frame_writer_append(struct ruda_frame_writer *w, const void *payload, uint32_t length,
+int ruda__frame_writer_append(struct ruda_frame_writer *w, const void *payload, uint32_t length,
 			     const int *fds, uint16_t nfds)
 {
 	int err = 0;
@@ -253,13 +253,13 @@ int ruda_frame_writer_append(struct ruda_frame_writer *w, const void *payload, u
 		s->nfds = nfds;
 		memcpy(s->fds, fds, nfds * sizeof(int));
 	}
-	ruda_frame_header_encode(w->buf + w->end, length, nfds);
+	ruda__frame_header_encode(w->buf + w->end, length, nfds);
 	memcpy(w->buf + w->end + RUDA_FRAME_HEADER_SIZE, payload, length);
 	w->end += RUDA_FRAME_HEADER_SIZE + length;
 	return 0;
 }
 
-int ruda_frame_writer_flush(struct ruda_frame_writer *w, int sock, int flags)
+int ruda__frame_writer_flush(struct ruda_frame_writer *w, int sock, int flags)
 {
 	while (w->start < w->end) {
 		size_t len = w->end - w->start;

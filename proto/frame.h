@@ -26,11 +26,11 @@ struct ruda_frame_header {
 	uint16_t nfds;
 };
 
-void ruda_frame_header_encode(uint8_t out[RUDA_FRAME_HEADER_SIZE], uint32_t length,
+void ruda__frame_header_encode(uint8_t out[RUDA_FRAME_HEADER_SIZE], uint32_t length,
 			      uint16_t nfds);
 /* 0 and *out filled; -EPROTO for a reserved field that is not 0, a length
  * over RUDA_FRAME_MAX_PAYLOAD or too many fds. */
-int ruda_frame_header_decode(const uint8_t in[RUDA_FRAME_HEADER_SIZE],
+int ruda__frame_header_decode(const uint8_t in[RUDA_FRAME_HEADER_SIZE],
 			     struct ruda_frame_header *out);
 
 /* A complete frame taken from a reader. */
@@ -48,22 +48,22 @@ struct ruda_frame_reader {
 	size_t nfds;
 };
 
-int ruda_frame_reader_init(struct ruda_frame_reader *r);
+int ruda__frame_reader_init(struct ruda_frame_reader *r);
 /* Closes any fds still queued. */
-void ruda_frame_reader_finish(struct ruda_frame_reader *r);
+void ruda__frame_reader_finish(struct ruda_frame_reader *r);
 /*
  * One recvmsg on `sock` into the reader (`flags` e.g. MSG_DONTWAIT).
  * Returns bytes received, 0 at end of stream, -EAGAIN, -EPROTO (too many
  * fds, truncated control data) or another negative errno.
  */
-ssize_t ruda_frame_reader_recv(struct ruda_frame_reader *r, int sock, int flags);
+ssize_t ruda__frame_reader_recv(struct ruda_frame_reader *r, int sock, int flags);
 /* Feed bytes directly (tests, fuzzing). */
-int ruda_frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_t len);
+int ruda__frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_t len);
 /* 1 and *out filled when a whole frame is buffered, 0 when more bytes are
  * needed, -EPROTO on a bad header or a frame naming fds that never came. */
-int ruda_frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out);
+int ruda__frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out);
 /* Bytes buffered but not yet returned as frames. */
-size_t ruda_frame_reader_pending(const struct ruda_frame_reader *r);
+size_t ruda__frame_reader_pending(const struct ruda_frame_reader *r);
 
 struct ruda_frame_writer {
 	uint8_t *buf; /* owned */
@@ -77,25 +77,25 @@ struct ruda_frame_writer {
 	size_t nfdsets, fdsets_cap;
 };
 
-int ruda_frame_writer_init(struct ruda_frame_writer *w);
-void ruda_frame_writer_finish(struct ruda_frame_writer *w);
+int ruda__frame_writer_init(struct ruda_frame_writer *w);
+void ruda__frame_writer_finish(struct ruda_frame_writer *w);
 /*
  * Queue one frame. The writer takes ownership of `fds` (closing them after
  * they are sent, or in finish). Returns 0, -EMSGSIZE or -ENOMEM; on failure
  * the fds are closed.
  */
-int ruda_frame_writer_append(struct ruda_frame_writer *w, const void *payload, uint32_t length,
+int ruda__frame_writer_append(struct ruda_frame_writer *w, const void *payload, uint32_t length,
 			     const int *fds, uint16_t nfds);
 /* Reserve room for a frame of `length` bytes and return where its payload
- * goes; commit with ruda_frame_writer_commit. No fds. */
-uint8_t *ruda_frame_writer_reserve(struct ruda_frame_writer *w, uint32_t length);
-void ruda_frame_writer_commit(struct ruda_frame_writer *w, uint32_t length);
+ * goes; commit with ruda__frame_writer_commit. No fds. */
+uint8_t *ruda__frame_writer_reserve(struct ruda_frame_writer *w, uint32_t length);
+void ruda__frame_writer_commit(struct ruda_frame_writer *w, uint32_t length);
 /* Bytes queued and not yet sent. */
-size_t ruda_frame_writer_pending(const struct ruda_frame_writer *w);
+size_t ruda__frame_writer_pending(const struct ruda_frame_writer *w);
 /*
  * Send as much as the socket takes (`flags` e.g. MSG_DONTWAIT). Returns 0
  * when everything was sent, -EAGAIN when bytes remain, or a negative errno.
  */
-int ruda_frame_writer_flush(struct ruda_frame_writer *w, int sock, int flags);
+int ruda__frame_writer_flush(struct ruda_frame_writer *w, int sock, int flags);
 
 #endif

@@ -1,0 +1,353 @@
+#include "harness.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto/frame.h"
+
+#ifndef RUDA_BUILD_DIR
+#define RUDA_BUILD_DIR "build"
+#endif
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+const char *test_build_path(const char *rel)
+{
+	static char path[512];
+	snprintf(path, sizeof(path), "%s/%s", RUDA_BUILD_DIR, rel);
+	return path;
+}
+
+static int try_connect(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void test_daemon_start(struct test_daemon *d, const char *const *extra_args)
+{
+	test_daemon_start_at(d, NULL, extra_args);
+}
+
+void test_daemon_start_at(struct test_daemon *d, const char *socket_path,
+			  const char *const *extra_args)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/ruda-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	if (socket_path)
+		snprintf(d->socket_path, sizeof(d->socket_path), "%s", socket_path);
+	else
+		snprintf(d->socket_path, sizeof(d->socket_path), "%s/rudad.sock", d->dir);
+	snprintf(d->log_path, sizeof(d->log_path), "%s/rudad.log", d->dir);
+	const char *argv[32] = {test_build_path("rudad"), "--socket", d->socket_path,
+				"--log-level", "info"};
+	int argc = 5;
+	for (int i = 0; extra_args && extra_args[i] && argc < 31; i++)
+		argv[argc++] = extra_args[i];
+	argv[argc] = NULL;
+	/* under valgrind (RUDA_TEST_WRAPPER="valgrind ...") the daemon runs
+	 * inside the wrapper */
+	const char *wrapper = getenv("RUDA_TEST_WRAPPER");
+	d->pid = fork();
+	ck_assert_int_ge(d->pid, 0);
+	if (d->pid == 0) {
+		int log = open(d->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (log >= 0) {
+			dup2(log, STDERR_FILENO);
+			dup2(log, STDOUT_FILENO);
+		}
+		if (wrapper && *wrapper) {
+			char cmd[4096];
+			int n = snprintf(cmd, sizeof(cmd), "exec %s", wrapper);
+			for (int i = 0; argv[i]; i++)
+				n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " '%s'", argv[i]);
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		} else {
+			execv(argv[0], (char *const *)argv);
+		}
+		_exit(127);
+	}
+	/* wait until it accepts connections: the daemon starts Vulkan first */
+	for (int i = 0; i < 600; i++) {
+		int fd = try_connect(d->socket_path);
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		int status;
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid)
+			ck_abort_msg("rudad exited during start-up (status %d); see %s", status,
+				     d->log_path);
+		sleep_ms(50);
+	}
+	kill(d->pid, SIGKILL);
+	ck_abort_msg("rudad did not start listening within 30 s");
+}
+
+int test_daemon_alive(const struct test_daemon *d)
+{
+	int status;
+	return waitpid(d->pid, &status, WNOHANG) == 0;
+}
+
+int test_daemon_stop(struct test_daemon *d)
+{
+	int status = -1;
+	kill(d->pid, SIGTERM);
+	for (int i = 0; i < 600; i++) {
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid)
+			break;
+		sleep_ms(50);
+		if (i == 599) {
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &status, 0);
+			ck_abort_msg("rudad did not stop within 30 s of SIGTERM");
+		}
+	}
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "rudad exited with status %d; see %s", status, d->log_path);
+	ck_assert_msg(access(d->socket_path, F_OK) < 0, "rudad left its socket behind");
+	unlink(d->log_path);
+	rmdir(d->dir);
+	return status;
+}
+
+ruda_client *test_connect(const struct test_daemon *d, const char *name)
+{
+	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = name};
+	ruda_client *c = NULL;
+	ruda_status st = ruda_client_connect(&o, &c);
+	ck_assert_msg(st == RUDA_OK, "connect: %s", ruda_strerror(st));
+	return c;
+}
+
+uint32_t *test_load_spirv(const char *name, size_t *size)
+{
+	char rel[128];
+	snprintf(rel, sizeof(rel), "shaders/%s.spv", name);
+	FILE *f = fopen(test_build_path(rel), "rb");
+	ck_assert_msg(f != NULL, "cannot open %s", test_build_path(rel));
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	rewind(f);
+	uint32_t *words = malloc((size_t)len);
+	ck_assert_ptr_nonnull(words);
+	ck_assert_int_eq(fread(words, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	*size = (size_t)len;
+	return words;
+}
+
+ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings, uint32_t push_size)
+{
+	size_t size;
+	uint32_t *words = test_load_spirv(name, &size);
+	ruda_kernel_desc desc = {
+		.spirv = words,
+		.spirv_size = size,
+		.entry_point = "main",
+		.binding_count = bindings,
+		.push_constant_size = push_size,
+	};
+	ruda_kernel k = 0;
+	ruda_status st = ruda_client_kernel_register(c, &desc, &k);
+	free(words);
+	char why[256];
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(st == RUDA_OK, "register %s: %s: %s", name, ruda_strerror(st), why);
+	return k;
+}
+
+ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_t bytes)
+{
+	ruda_daemon_stats s = {0};
+	for (int i = 0; i < 200; i++) {
+		ck_assert_int_eq(ruda_client_daemon_stats(c, &s), RUDA_OK);
+		if (s.sessions == sessions && s.device_bytes == bytes)
+			break;
+		sleep_ms(50);
+	}
+	return s;
+}
+
+int test_count_fds(pid_t pid)
+{
+	char path[64];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/fd");
+	DIR *dir = opendir(path);
+	if (!dir)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return pid ? n : n - 1; /* not the directory's own fd */
+}
+
+void test_fill_random(void *dst, size_t size, uint64_t seed)
+{
+	uint8_t *p = dst;
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	for (size_t i = 0; i < size; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)(x >> 24);
+	}
+}
+
+/* ---- raw protocol ------------------------------------------------------- */
+
+int raw_connect(const struct test_daemon *d)
+{
+	int fd = try_connect(d->socket_path);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
+int raw_send_frame(int fd, const void *payload, uint32_t len, const int *fds, int nfds)
+{
+	uint8_t header[RUDA_FRAME_HEADER_SIZE];
+	ruda__frame_header_encode(header, len, (uint16_t)nfds);
+	struct iovec iov[2] = {
+		{.iov_base = header, .iov_len = sizeof(header)},
+		{.iov_base = (void *)payload, .iov_len = len},
+	};
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+	} control;
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+	if (nfds) {
+		msg.msg_control = control.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	return n < 0 ? -errno : 0;
+}
+
+int raw_send_request(int fd, const Ruda__Request *req)
+{
+	size_t len = ruda__request__get_packed_size(req);
+	uint8_t *buf = malloc(len ? len : 1);
+	ruda__request__pack(req, buf);
+	int r = raw_send_frame(fd, buf, (uint32_t)len, NULL, 0);
+	free(buf);
+	return r;
+}
+
+Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out)
+{
+	if (fd_out)
+		*fd_out = -1;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return NULL;
+	/* the header, with any fds the frame carries */
+	uint8_t header[RUDA_FRAME_HEADER_SIZE];
+	union {
+		struct cmsghdr align;
+		char c[CMSG_SPACE(sizeof(int) * RUDA_FRAME_QUEUED_FDS)];
+	} control;
+	struct iovec iov = {.iov_base = header, .iov_len = sizeof(header)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.c,
+			     .msg_controllen = sizeof(control.c)};
+	ssize_t n = recvmsg(fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[RUDA_FRAME_QUEUED_FDS];
+		memcpy(fds, CMSG_DATA(c), k * sizeof(int));
+		for (size_t i = 0; i < k; i++) {
+			if (fd_out && *fd_out < 0)
+				*fd_out = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
+	struct ruda_frame_header h;
+	if (n != (ssize_t)sizeof(header) || ruda__frame_header_decode(header, &h) < 0)
+		return NULL;
+	uint8_t *payload = malloc(h.length ? h.length : 1);
+	if (h.length && recv(fd, payload, h.length, MSG_WAITALL) != (ssize_t)h.length) {
+		free(payload);
+		return NULL;
+	}
+	Ruda__Reply *reply = ruda__reply__unpack(NULL, h.length, payload);
+	free(payload);
+	return reply;
+}
+
+ruda_status raw_hello(int fd, uint64_t id)
+{
+	Ruda__Hello h = RUDA__HELLO__INIT;
+	h.protocol_version = RUDA_PROTOCOL_VERSION;
+	h.client_name = "raw";
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = id;
+	req.body_case = RUDA__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	if (raw_send_request(fd, &req) < 0)
+		return RUDA_ERROR_DISCONNECTED;
+	int arena = -1;
+	Ruda__Reply *reply = raw_recv_reply(fd, 10000, &arena);
+	if (!reply)
+		return RUDA_ERROR_DISCONNECTED;
+	ruda_status st = (ruda_status)reply->status;
+	ruda__reply__free_unpacked(reply, NULL);
+	if (arena >= 0)
+		close(arena);
+	return st;
+}
+
+int raw_closed_by_peer(int fd, int timeout_ms)
+{
+	for (int waited = 0; waited <= timeout_ms; waited += 50) {
+		char buf[4096];
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 1;
+		if (n < 0 && errno != EAGAIN)
+			return 1;
+		if (n < 0)
+			sleep_ms(50);
+	}
+	return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * Test support: a real rudad on a temporary socket, SPIR-V from the build,
+ * and raw protocol access for tests that play a misbehaving client.
+ */
+#ifndef RUDA_TEST_HARNESS_H
+#define RUDA_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ruda/ruda.h>
+
+#include "ruda.pb-c.h"
+
+struct test_daemon {
+	pid_t pid;
+	char dir[64];
+	char socket_path[128];
+	char log_path[128];
+};
+
+/* Start build/rudad on a fresh socket with `extra_args` (NULL-terminated,
+ * may be NULL) and wait until it accepts connections. Aborts the test on
+ * failure. */
+void test_daemon_start(struct test_daemon *d, const char *const *extra_args);
+/* The same on a socket path of the caller's choosing. */
+void test_daemon_start_at(struct test_daemon *d, const char *socket_path,
+			  const char *const *extra_args);
+/* SIGTERM, wait, check it exited 0 and removed its socket; returns the
+ * exit status as waitpid reports it. */
+int test_daemon_stop(struct test_daemon *d);
+/* Whether the daemon process is still alive. */
+int test_daemon_alive(const struct test_daemon *d);
+
+/* Connect a libruda client to the test daemon; aborts on failure. */
+ruda_client *test_connect(const struct test_daemon *d, const char *name);
+
+/* Path of a built file: RUDA_BUILD_DIR "/" rel. */
+const char *test_build_path(const char *rel);
+/* Read a SPIR-V module from build/shaders/<name>.spv (caller frees). */
+uint32_t *test_load_spirv(const char *name, size_t *size);
+/* Register build/shaders/<name>.spv's "main"; aborts on failure. */
+ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings,
+			  uint32_t push_size);
+
+/* Poll the daemon's stats (through `c`) until `sessions` sessions remain
+ * and device bytes equal `bytes`, or 10 s pass; returns the last stats. */
+ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_t bytes);
+
+/* Number of open fds of process `pid` (0 = self). */
+int test_count_fds(pid_t pid);
+
+/* Deterministic pseudo-random bytes. */
+void test_fill_random(void *dst, size_t size, uint64_t seed);
+
+/* ---- raw protocol ----------------------------------------------------- */
+
+/* A connected socket to the daemon, no handshake. */
+int raw_connect(const struct test_daemon *d);
+/* Send one frame: header + payload (+ fds). Returns 0 or -errno. */
+int raw_send_frame(int fd, const void *payload, uint32_t len, const int *fds, int nfds);
+/* Pack and send a request. */
+int raw_send_request(int fd, const Ruda__Request *req);
+/* Receive one reply (waits up to timeout_ms); NULL on EOF/timeout/garbage.
+ * *fd_out (optional) gets a passed fd or -1. */
+Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out);
+/* Do the handshake; returns the hello reply's status. */
+ruda_status raw_hello(int fd, uint64_t id);
+/* Whether the daemon has closed this connection (EOF within timeout_ms). */
+int raw_closed_by_peer(int fd, int timeout_ms);
+
+#endif
