@@ -293,6 +293,11 @@ static void session_read(struct ruda_session *s)
 		return;
 	}
 	process_frames(s);
+	/* fds come with their frame's first bytes: any left over once every
+	 * byte is a whole frame were claimed by none */
+	if (s->state == RUDA_SESSION_READY && !s->throttled && s->in.nfds &&
+	    !ruda__frame_reader_pending(&s->in))
+		ruda__session_violation(s, "file descriptors that no frame claims");
 }
 
 static void on_poll(uv_poll_t *poll, int status, int events)

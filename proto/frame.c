@@ -271,6 +271,7 @@ int ruda__frame_writer_flush(struct ruda_frame_writer *w, int sock, int flags)
 		struct ruda_frame_fdset *set = w->nfdsets ? &w->fdsets[0] : NULL;
 		if (set && set->pos == w->start) {
 			/* fds go with the first byte of their frame */
+			memset(&control, 0, sizeof(control));
 			msg.msg_control = control.buf;
 			msg.msg_controllen = CMSG_SPACE(sizeof(int) * set->nfds);
 			struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
