@@ -31,7 +31,9 @@ CLIENT_LIBS = $(call pc,--libs,libprotobuf-c)
 CHECK_LIBS = $(call pc,--libs,check)
 DEP_CFLAGS = $(call pc,--cflags,libuv libprotobuf-c vulkan check)
 
-GEN := $(BUILD)/gen/ruda.pb-c.c $(BUILD)/gen/ruda.pb-c.h $(BUILD)/gen/status_check.c
+PROTOS := $(wildcard proto/*.proto)
+GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.h) \
+	$(BUILD)/gen/status_check.c
 
 DAEMON_SRC := $(wildcard daemon/*.c)
 PROTO_SRC := proto/frame.c
@@ -39,7 +41,7 @@ CLIENT_SRC := $(wildcard libclient/*.c)
 CLIENT_SRC := $(filter-out libclient/rudactl.c,$(CLIENT_SRC))
 
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
-PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/ruda.pb-c.o
+PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/status_check.o
 
 SHADERS := $(wildcard shaders/*.comp)
@@ -56,7 +58,7 @@ all: $(BUILD)/rudad $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/exa
 
 # ---- generated protocol code -------------------------------------------
 
-$(BUILD)/gen/ruda.pb-c.c $(BUILD)/gen/ruda.pb-c.h: proto/ruda.proto
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "arena.h"
 #include "buffer.h"
 #include "device.h"
@@ -356,6 +357,8 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 					 why, sizeof(why));
 	if (st == RUDA_OK)
 		st = ruda__stream_write(&s->stream, b, w->offset, w->arena_offset, w->size);
+	if (st == RUDA_OK)
+		s->usage.bytes_uploaded += w->size;
 	if (st != RUDA_OK) {
 		if (st != RUDA_ERROR_INVALID_HANDLE)
 			mark_failed(s, w->handle, st, why);
@@ -378,6 +381,7 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 		ruda__session_reply_status(s, req->id, st, "%s", why);
 		return;
 	}
+	s->usage.bytes_downloaded += r->size;
 	wait_then_reply(s, req->id, WAIT_READ, NULL, 0);
 }
 
@@ -435,6 +439,7 @@ static void kernel_settle(struct ruda_session *s, struct kernel_waiter *w)
 		return;
 	}
 	k->pipeline = p;
+	s->usage.kernels_registered++;
 	ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 }
 
@@ -615,8 +620,10 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		if (st != RUDA_OK)
 			snprintf(why, sizeof(why), "%s", ruda_strerror(st));
 	}
-	if (st == RUDA_OK)
+	if (st == RUDA_OK) {
+		s->usage.launches++;
 		return;
+	}
 	char message[320];
 	snprintf(message, sizeof(message), "launch (request %llu): %s",
 		 (unsigned long long)req->id, why);
@@ -700,6 +707,7 @@ static const struct {
 	[RUDA__REQUEST__BODY_SYNC_BUFFERS] = {handle_sync_buffers, "SyncBuffers"},
 	[RUDA__REQUEST__BODY_FENCE] = {handle_fence, "Fence"},
 	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats"},
+	[RUDA__REQUEST__BODY_ADMIN] = {ruda__admin_handle, "Admin"},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
@@ -727,6 +735,8 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 	} else {
 		log_debug("session %llu: %s %llu", (unsigned long long)s->id, handlers[body].name,
 			  (unsigned long long)req->id);
+		s->usage.requests++;
+		s->usage.last_request_ms = uv_now(s->ctx->loop);
 		handlers[body].run(s, req);
 	}
 	ruda__request__free_unpacked(req, NULL);

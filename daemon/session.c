@@ -59,6 +59,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 		free(s);
 		return err;
 	}
+	s->usage.connected_ms = s->usage.last_request_ms = uv_now(ctx->loop);
 	uv_poll_init(ctx->loop, &s->poll, fd);
 	s->poll.data = s;
 	set_poll(s, UV_READABLE);

@@ -49,6 +49,18 @@ struct ruda_session_context {
 	uint32_t max_handles;
 };
 
+/* What a session has done, for accounting and rudactl. */
+struct ruda_session_usage {
+	uint64_t connected_ms;    /* uv_now() at accept */
+	uint64_t last_request_ms; /* uv_now() at the last request */
+	uint64_t requests;
+	uint64_t launches;
+	uint64_t bytes_uploaded;
+	uint64_t bytes_downloaded;
+	uint64_t kernels_registered;
+	uint64_t gpu_time_ns; /* device time of its submissions */
+};
+
 enum ruda_session_state {
 	RUDA_SESSION_HELLO,   /* waiting for the handshake */
 	RUDA_SESSION_READY,
@@ -79,6 +91,7 @@ struct ruda_session {
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
 	uint64_t bytes;                   /* device bytes of its buffers */
+	struct ruda_session_usage usage;
 };
 
 /* Take ownership of connected socket `fd`. */
