@@ -36,9 +36,10 @@ GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BU
 	$(BUILD)/gen/status_check.c
 
 DAEMON_SRC := $(wildcard daemon/*.c)
-PROTO_SRC := proto/frame.c
+PROTO_SRC := proto/frame.c proto/sha256.c
 CLIENT_SRC := $(wildcard libclient/*.c)
-CLIENT_SRC := $(filter-out libclient/rudactl.c,$(CLIENT_SRC))
+CLIENT_SRC := $(filter-out libclient/rudactl%.c,$(CLIENT_SRC))
+RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))
 
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
@@ -46,6 +47,7 @@ CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/status_check.o
 
 SHADERS := $(wildcard shaders/*.comp)
 SPIRV := $(SHADERS:shaders/%.comp=$(BUILD)/shaders/%.spv)
+TEST_SPIRV := $(patsubst tests/shaders/%.comp,$(BUILD)/tests/shaders/%.spv,$(wildcard tests/shaders/*.comp))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
@@ -54,7 +56,9 @@ TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tes
 .PHONY: all run check deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:
 
-all: $(BUILD)/rudad $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example
+RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
+
+all: $(BUILD)/rudad $(RUDACTL) $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example
 
 # ---- generated protocol code -------------------------------------------
 
@@ -88,6 +92,11 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
 	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
+# rudactl speaks the protocol itself: it needs the framing and the
+# generated code, not libruda.
+$(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
+	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+
 $(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
 	$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
 		-Wl,--version-script=libclient/libruda.map \
@@ -103,6 +112,11 @@ $(BUILD)/libruda.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 
 $(BUILD)/shaders/%.spv: shaders/%.comp
 	@mkdir -p $(BUILD)/shaders
+	$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
+
+# Kernels that only tests use (some are meant to be refused).
+$(BUILD)/tests/shaders/%.spv: tests/shaders/%.comp
+	@mkdir -p $(dir $@)
 	$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
 
 # The README's example, built against the public header only.
@@ -122,13 +136,14 @@ $(BUILD)/obj/tests/harness.o: tests/harness.c tests/harness.h $(GEN)
 # Unit suites may use any daemon module; both kinds link the real libruda.
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ))
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
+		| $(SPIRV) $(TEST_SPIRV)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS) $(CHECK_LIBS)
 
 $(BUILD)/tests/test_%: tests/integration/test_%.c $(TEST_COMMON) $(BUILD)/libruda.a \
-		| $(BUILD)/rudad $(SPIRV) $(BUILD)/example
+		| $(BUILD)/rudad $(SPIRV) $(TEST_SPIRV) $(BUILD)/example
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(BUILD)/libruda.a \
 		$(CLIENT_LIBS) $(CHECK_LIBS)
@@ -139,7 +154,7 @@ $(BUILD)/tests/helper_%: tests/integration/helper_%.c $(BUILD)/libruda.a
 
 TEST_PROGRAMS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
 
-tests: all $(TEST_PROGRAMS) $(TEST_HELPERS)
+tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS)
 
 # Each suite prints Check's summary; the last line is the total.
 check: deps

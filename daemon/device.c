@@ -402,9 +402,13 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	VkPhysicalDeviceVulkan12Features f12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
 	};
+	VkPhysicalDeviceVulkan11Features f11 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+		.pNext = &f12,
+	};
 	VkPhysicalDeviceFeatures2 feats = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-		.pNext = &f12,
+		.pNext = &f11,
 	};
 	vkGetPhysicalDeviceFeatures2(d->physical, &feats);
 	if (!f12.timelineSemaphore) {
@@ -412,6 +416,21 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		free(d);
 		return -ENOTSUP;
 	}
+	/* kernels may use what the device has; everything found is enabled */
+	d->spirv_features = (struct ruda_spirv_features){
+		.float64 = feats.features.shaderFloat64,
+		.int64 = feats.features.shaderInt64,
+		.int64_atomics = f12.shaderBufferInt64Atomics,
+		.int16 = feats.features.shaderInt16,
+		.float16 = f12.shaderFloat16,
+		.int8 = f12.shaderInt8,
+		.storage_buffer16 = f11.storageBuffer16BitAccess,
+		.uniform_storage16 = f11.uniformAndStorageBuffer16BitAccess,
+		.push_constant16 = f11.storagePushConstant16,
+		.storage_buffer8 = f12.storageBuffer8BitAccess,
+		.uniform_storage8 = f12.uniformAndStorageBuffer8BitAccess,
+		.push_constant8 = f12.storagePushConstant8,
+	};
 
 	uint32_t nfamilies = 0;
 	vkGetPhysicalDeviceQueueFamilyProperties(d->physical, &nfamilies, NULL);
@@ -434,24 +453,34 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	}
 	d->queue_family = (uint32_t)family;
 
-	/* robustBufferAccess keeps every out-of-range access of a kernel inside
-	 * the buffers bound to it */
+	const struct ruda_spirv_features *sf = &d->spirv_features;
 	VkPhysicalDeviceVulkan12Features enable12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
 		.timelineSemaphore = VK_TRUE,
-		.storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
-		.uniformAndStorageBuffer8BitAccess = f12.uniformAndStorageBuffer8BitAccess,
-		.shaderFloat16 = f12.shaderFloat16,
-		.shaderInt8 = f12.shaderInt8,
+		.storageBuffer8BitAccess = sf->storage_buffer8,
+		.uniformAndStorageBuffer8BitAccess = sf->uniform_storage8,
+		.storagePushConstant8 = sf->push_constant8,
+		.shaderBufferInt64Atomics = sf->int64_atomics,
+		.shaderFloat16 = sf->float16,
+		.shaderInt8 = sf->int8,
+	};
+	VkPhysicalDeviceVulkan11Features enable11 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+		.pNext = &enable12,
+		.storageBuffer16BitAccess = sf->storage_buffer16,
+		.uniformAndStorageBuffer16BitAccess = sf->uniform_storage16,
+		.storagePushConstant16 = sf->push_constant16,
 	};
 	VkPhysicalDeviceFeatures2 enable = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-		.pNext = &enable12,
+		.pNext = &enable11,
 		.features = {
+			/* every out-of-range access of a kernel stays inside the
+			 * buffers bound to it */
 			.robustBufferAccess = feats.features.robustBufferAccess,
-			.shaderInt64 = feats.features.shaderInt64,
-			.shaderFloat64 = feats.features.shaderFloat64,
-			.shaderInt16 = feats.features.shaderInt16,
+			.shaderInt64 = sf->int64,
+			.shaderFloat64 = sf->float64,
+			.shaderInt16 = sf->int16,
 		},
 	};
 	float priority = 1.0f;

@@ -14,6 +14,7 @@
 #include <vulkan/vulkan.h>
 
 #include "ref.h"
+#include "spirv.h"
 
 struct ruda_device;
 
@@ -41,6 +42,7 @@ struct ruda_device_stats {
 	uint64_t buffers;
 	uint64_t pipelines;
 	uint64_t kernels_compiled;
+	uint64_t cache_file_bytes; /* pipeline cache file, at the last load or save */
 };
 
 struct ruda_device {
@@ -55,6 +57,7 @@ struct ruda_device {
 	uint32_t subgroup_size;
 	uint64_t max_allocation_size;
 	uint64_t import_alignment; /* 0: no VK_EXT_external_memory_host */
+	struct ruda_spirv_features spirv_features; /* what kernels may use */
 	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
 	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
 

@@ -455,13 +455,45 @@ static void kernel_waiter_done(struct ruda_pipeline_waiter *base, struct ruda_pi
 	free(w);
 }
 
+/* Specialization constants of a request, checked: 4- or 8-byte values,
+ * distinct ids. */
+static ruda_status spec_constants(const Ruda__KernelRegister *k, ruda_spec_constant *out,
+				  char *why, size_t why_len)
+{
+	if (k->n_specialization > RUDA_PIPELINE_MAX_SPEC_CONSTANTS) {
+		snprintf(why, why_len, "%zu specialization constants; at most %u",
+			 k->n_specialization, RUDA_PIPELINE_MAX_SPEC_CONSTANTS);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	for (size_t i = 0; i < k->n_specialization; i++) {
+		const Ruda__SpecConstant *c = k->specialization[i];
+		if (c->value.len != 4 && c->value.len != 8) {
+			snprintf(why, why_len, "specialization constant %u: %zu bytes, not 4 or 8",
+				 c->id, c->value.len);
+			return RUDA_ERROR_INVALID_ARGUMENT;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (out[j].id == c->id) {
+				snprintf(why, why_len, "specialization constant %u given twice", c->id);
+				return RUDA_ERROR_INVALID_ARGUMENT;
+			}
+		out[i] = (ruda_spec_constant){.id = c->id, .size = (uint32_t)c->value.len};
+		memcpy(&out[i].value, c->value.data, c->value.len);
+	}
+	return RUDA_OK;
+}
+
 static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__KernelRegister *k = req->kernel_register;
 	const VkPhysicalDeviceLimits *l = &s->device->props.limits;
+	struct ruda_pipeline_registry *reg = s->ctx->pipelines[s->device->index];
 	uint32_t max_bindings = s->device->max_push_descriptors < RUDA_PIPELINE_MAX_BINDINGS
 					? s->device->max_push_descriptors
 					: RUDA_PIPELINE_MAX_BINDINGS;
+	ruda_spec_constant spec[RUDA_PIPELINE_MAX_SPEC_CONSTANTS];
+	const uint32_t *spirv = NULL;
+	size_t spirv_size = 0;
 	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
 	char why[256] = "";
 	if (ruda__handle_table_get(&s->kernels, k->kernel)) {
@@ -477,7 +509,21 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 	else if (!k->entry_point || !*k->entry_point || strlen(k->entry_point) > MAX_ENTRY_POINT)
 		snprintf(why, sizeof(why), "entry point name missing or over %u bytes",
 			 MAX_ENTRY_POINT);
-	else if (k->size % 4 || k->size < 20) {
+	else if (k->size == 0) {
+		/* by hash: the module must already be here */
+		const struct ruda_pipeline *known =
+			k->module_hash.len == RUDA_SHA256_SIZE
+				? ruda__pipeline_registry_find_module(reg, k->module_hash.data)
+				: NULL;
+		if (known) {
+			spirv = known->spirv;
+			spirv_size = known->spirv_size;
+			st = spec_constants(k, spec, why, sizeof(why));
+		} else {
+			st = RUDA_ERROR_INVALID_HANDLE;
+			snprintf(why, sizeof(why), "no module with that SHA-256 in rudad");
+		}
+	} else if (k->size % 4 || k->size < 20) {
 		st = RUDA_ERROR_INVALID_KERNEL;
 		snprintf(why, sizeof(why), "SPIR-V size %llu is not a whole module",
 			 (unsigned long long)k->size);
@@ -486,8 +532,11 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 		snprintf(why, sizeof(why), "SPIR-V bytes %llu..%llu lie outside the arena",
 			 (unsigned long long)k->arena_offset,
 			 (unsigned long long)(k->arena_offset + k->size));
-	} else
-		st = RUDA_OK;
+	} else {
+		spirv = (const uint32_t *)(s->arena->map + k->arena_offset);
+		spirv_size = k->size;
+		st = spec_constants(k, spec, why, sizeof(why));
+	}
 	if (st != RUDA_OK) {
 		ruda__stream_arena_used(&s->stream, req->id);
 		ruda__session_reply_status(s, req->id, st, "kernel %llu: %s",
@@ -506,13 +555,14 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 	w->request = req->id;
 	w->kernel = k->kernel;
 	struct ruda_pipeline_key key = {
-		.spirv = (const uint32_t *)(s->arena->map + k->arena_offset),
-		.spirv_size = k->size,
+		.spirv = spirv,
+		.spirv_size = spirv_size,
 		.entry_point = k->entry_point,
 		.binding_count = k->binding_count,
 		.push_constant_size = k->push_constant_size,
+		.spec = spec,
+		.nspec = (uint32_t)k->n_specialization,
 	};
-	struct ruda_pipeline_registry *reg = s->ctx->pipelines[s->device->index];
 	st = ruda__pipeline_acquire(reg, &key, &w->base, &w->pipeline);
 	/* the module has been copied or compared: its arena bytes are free */
 	ruda__stream_arena_used(&s->stream, req->id);
@@ -527,6 +577,17 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 		free(w);
 	}
 	/* else the waiter settles it when the compilation is done */
+}
+
+static void handle_kernel_lookup(struct ruda_session *s, const Ruda__Request *req)
+{
+	const ProtobufCBinaryData *h = &req->kernel_lookup->module_hash;
+	struct ruda_pipeline_registry *reg = s->ctx->pipelines[s->device->index];
+	if (h->len == RUDA_SHA256_SIZE && ruda__pipeline_registry_find_module(reg, h->data))
+		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	else
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
+					   "no module with that SHA-256 in rudad");
 }
 
 static void handle_kernel_release(struct ruda_session *s, const Ruda__Request *req)
@@ -676,6 +737,13 @@ static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
 		sr.kernels_compiled += d->stats.kernels_compiled;
 		sr.pipelines += d->stats.pipelines;
 	}
+	for (uint32_t i = 0; i < ctx->ndevices; i++) {
+		const struct ruda_pipeline_registry *reg = ctx->pipelines[i];
+		sr.kernel_hits += reg->hits;
+		sr.compile_time_us += reg->compile_ns / 1000;
+		sr.modules += ruda__pipeline_registry_modules(reg);
+		sr.cache_file_bytes += ctx->devices[i]->stats.cache_file_bytes;
+	}
 	sr.session_bytes = s->bytes;
 	sr.session_buffers = s->buffers.count;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
@@ -708,6 +776,7 @@ static const struct {
 	[RUDA__REQUEST__BODY_FENCE] = {handle_fence, "Fence"},
 	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats"},
 	[RUDA__REQUEST__BODY_ADMIN] = {ruda__admin_handle, "Admin"},
+	[RUDA__REQUEST__BODY_KERNEL_LOOKUP] = {handle_kernel_lookup, "KernelLookup"},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device.h"
 #include "log.h"
@@ -22,13 +23,15 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
+/* Bucket hash only: every candidate is compared in full. */
 static uint64_t key_hash(const struct ruda_pipeline_key *k)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	h = fnv1a(h, k->spirv, k->spirv_size);
 	h = fnv1a(h, k->entry_point, strlen(k->entry_point) + 1);
 	h = fnv1a(h, &k->binding_count, sizeof(k->binding_count));
-	return fnv1a(h, &k->push_constant_size, sizeof(k->push_constant_size));
+	h = fnv1a(h, &k->push_constant_size, sizeof(k->push_constant_size));
+	return fnv1a(h, k->spec, k->nspec * sizeof(*k->spec));
 }
 
 static int key_matches(const struct ruda_pipeline *p, const struct ruda_pipeline_key *k,
@@ -37,7 +40,8 @@ static int key_matches(const struct ruda_pipeline *p, const struct ruda_pipeline
 	return p->hash == hash && p->spirv_size == k->spirv_size &&
 	       p->binding_count == k->binding_count &&
 	       p->push_constant_size == k->push_constant_size &&
-	       strcmp(p->entry_point, k->entry_point) == 0 &&
+	       p->nspec == k->nspec && strcmp(p->entry_point, k->entry_point) == 0 &&
+	       memcmp(p->spec, k->spec, k->nspec * sizeof(*k->spec)) == 0 &&
 	       memcmp(p->spirv, k->spirv, k->spirv_size) == 0;
 }
 
@@ -69,16 +73,36 @@ static void pipeline_destroy(struct ruda_ref *ref)
 		vkDestroyShaderModule(d->vk, p->module, NULL);
 	free(p->spirv);
 	free(p->entry_point);
+	free(p->spec);
 	free(p);
 }
+
+static void compile(struct ruda_pipeline *p, struct ruda_device *d);
 
 /* Thread pool: everything here touches only `p` and thread-safe Vulkan. */
 static void compile_work(uv_work_t *work)
 {
 	struct ruda_pipeline *p = work->data;
 	struct ruda_device *d = p->registry->device;
-	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, d->props.apiVersion, p->entry_point,
-			      p->binding_count, p->error, sizeof(p->error)) < 0) {
+	struct timespec start, end;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	compile(p, d);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	p->compile_ns = (uint64_t)(end.tv_sec - start.tv_sec) * 1000000000u +
+			(uint64_t)(end.tv_nsec - start.tv_nsec);
+}
+
+static void compile(struct ruda_pipeline *p, struct ruda_device *d)
+{
+	struct ruda_spirv_layout expected = {
+		.api_version = d->props.apiVersion,
+		.entry_point = p->entry_point,
+		.binding_count = p->binding_count,
+		.push_constant_size = p->push_constant_size,
+		.features = &d->spirv_features,
+	};
+	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, &expected, p->error,
+			      sizeof(p->error)) < 0) {
 		p->status = RUDA_ERROR_INVALID_KERNEL;
 		return;
 	}
@@ -118,6 +142,24 @@ static void compile_work(uv_work_t *work)
 		};
 		r = vkCreatePipelineLayout(d->vk, &layout, NULL, &p->layout);
 	}
+	VkSpecializationMapEntry entries[RUDA_PIPELINE_MAX_SPEC_CONSTANTS];
+	uint8_t spec_data[RUDA_PIPELINE_MAX_SPEC_CONSTANTS * 8];
+	uint32_t spec_used = 0;
+	for (uint32_t i = 0; i < p->nspec; i++) {
+		entries[i] = (VkSpecializationMapEntry){
+			.constantID = p->spec[i].id,
+			.offset = spec_used,
+			.size = p->spec[i].size,
+		};
+		memcpy(spec_data + spec_used, &p->spec[i].value, p->spec[i].size);
+		spec_used += p->spec[i].size;
+	}
+	VkSpecializationInfo spec = {
+		.mapEntryCount = p->nspec,
+		.pMapEntries = entries,
+		.dataSize = spec_used,
+		.pData = spec_data,
+	};
 	if (r == VK_SUCCESS) {
 		VkComputePipelineCreateInfo info = {
 			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
@@ -126,6 +168,7 @@ static void compile_work(uv_work_t *work)
 				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
 				.module = p->module,
 				.pName = p->entry_point,
+				.pSpecializationInfo = p->nspec ? &spec : NULL,
 			},
 			.layout = p->layout,
 		};
@@ -159,6 +202,8 @@ static void compile_done(uv_work_t *work, int status)
 		ruda_ref_put(&p->ref); /* the registry's; waiters hold their own */
 	}
 	reg->compiled++;
+	reg->compiling--;
+	reg->compile_ns += p->compile_ns;
 	reg->device->stats.kernels_compiled++;
 	struct ruda_pipeline_waiter *w = p->waiters;
 	p->waiters = NULL;
@@ -196,22 +241,46 @@ void ruda__pipeline_registry_finish(struct ruda_pipeline_registry *reg)
 	reg->buckets = NULL;
 }
 
-/* Drop cached pipelines that only the registry still holds. */
-static void registry_trim(struct ruda_pipeline_registry *reg)
+size_t ruda__pipeline_registry_trim(struct ruda_pipeline_registry *reg, size_t keep)
 {
-	for (size_t i = 0; i < reg->nbuckets && reg->count > REGISTRY_KEEP; i++) {
+	size_t dropped = 0;
+	for (size_t i = 0; i < reg->nbuckets && reg->count > keep; i++) {
 		struct ruda_pipeline **link = &reg->buckets[i];
-		while (*link && reg->count > REGISTRY_KEEP) {
+		while (*link && reg->count > keep) {
 			struct ruda_pipeline *p = *link;
+			/* only the registry holds it, and no compilation runs */
 			if (p->ref.count == 1 && p->state == RUDA_PIPELINE_READY) {
 				*link = p->hash_next;
 				reg->count--;
+				dropped++;
 				ruda_ref_put(&p->ref);
 			} else {
 				link = &p->hash_next;
 			}
 		}
 	}
+	return dropped;
+}
+
+const struct ruda_pipeline *ruda__pipeline_registry_find_module(
+	const struct ruda_pipeline_registry *reg, const uint8_t sha[RUDA_SHA256_SIZE])
+{
+	for (size_t i = 0; i < reg->nbuckets; i++)
+		for (const struct ruda_pipeline *p = reg->buckets[i]; p; p = p->hash_next)
+			if (memcmp(p->module_sha, sha, RUDA_SHA256_SIZE) == 0)
+				return p;
+	return NULL;
+}
+
+size_t ruda__pipeline_registry_modules(const struct ruda_pipeline_registry *reg)
+{
+	/* quadratic, but bounded by the registry's size and asked rarely */
+	size_t n = 0;
+	for (size_t i = 0; i < reg->nbuckets; i++)
+		for (const struct ruda_pipeline *p = reg->buckets[i]; p; p = p->hash_next)
+			if (ruda__pipeline_registry_find_module(reg, p->module_sha) == p)
+				n++;
+	return n;
 }
 
 ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
@@ -237,13 +306,19 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	p->spirv = malloc(key->spirv_size);
 	p->entry_point = strdup(key->entry_point);
-	if (!p->spirv || !p->entry_point) {
+	p->spec = key->nspec ? malloc(key->nspec * sizeof(*p->spec)) : NULL;
+	if (!p->spirv || !p->entry_point || (key->nspec && !p->spec)) {
 		free(p->spirv);
 		free(p->entry_point);
+		free(p->spec);
 		free(p);
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	}
 	memcpy(p->spirv, key->spirv, key->spirv_size);
+	if (key->nspec)
+		memcpy(p->spec, key->spec, key->nspec * sizeof(*p->spec));
+	p->nspec = key->nspec;
+	ruda__sha256(p->spirv, p->spirv_size, p->module_sha);
 	p->spirv_size = key->spirv_size;
 	p->binding_count = key->binding_count;
 	p->push_constant_size = key->push_constant_size;
@@ -258,7 +333,9 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 
 	p->work.data = p;
 	ruda_ref_get(&p->ref); /* the compilation's */
+	reg->compiling++;
 	if (uv_queue_work(reg->loop, &p->work, compile_work, compile_done) < 0) {
+		reg->compiling--;
 		unlink_pipeline(p);
 		ruda_ref_put(&p->ref);
 		ruda_ref_put(&p->ref);
@@ -267,6 +344,6 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 	waiter->next = NULL;
 	p->waiters = waiter;
 	*out = (struct ruda_pipeline *)ruda_ref_get(&p->ref); /* the caller's */
-	registry_trim(reg);
+	ruda__pipeline_registry_trim(reg, REGISTRY_KEEP);
 	return RUDA_OK;
 }

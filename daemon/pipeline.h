@@ -1,9 +1,9 @@
 /*
  * Compute pipelines, shared by every session of a device: a kernel that one
  * client registered is ready for every other client registering the same
- * module (same SPIR-V, entry point and layout). Compilation runs in libuv's
- * thread pool; a second request for a kernel still compiling waits for that
- * compilation instead of starting another.
+ * module (same SPIR-V, entry point, layout and specialization).
+ * Compilation runs in libuv's thread pool; a second request for a kernel
+ * still compiling waits for that compilation instead of starting another.
  */
 #ifndef RUDA_PIPELINE_H
 #define RUDA_PIPELINE_H
@@ -14,6 +14,7 @@
 
 #include <ruda/ruda.h>
 
+#include "../proto/sha256.h"
 #include "ref.h"
 
 struct ruda_device;
@@ -21,6 +22,7 @@ struct ruda_pipeline;
 
 /* Callers check binding counts against the device before acquiring. */
 #define RUDA_PIPELINE_MAX_BINDINGS 64u
+#define RUDA_PIPELINE_MAX_SPEC_CONSTANTS 64u
 
 enum ruda_pipeline_state {
 	RUDA_PIPELINE_COMPILING,
@@ -41,6 +43,8 @@ struct ruda_pipeline_key {
 	const char *entry_point;
 	uint32_t binding_count;
 	uint32_t push_constant_size;
+	const ruda_spec_constant *spec; /* borrowed */
+	uint32_t nspec;
 };
 
 struct ruda_pipeline {
@@ -48,15 +52,19 @@ struct ruda_pipeline {
 	struct ruda_pipeline_registry *registry; /* borrowed */
 	struct ruda_pipeline *hash_next;
 	uint64_t hash;
+	uint8_t module_sha[RUDA_SHA256_SIZE];
 	uint32_t *spirv; /* owned copy: the key, and the compiler's input */
 	size_t spirv_size;
 	char *entry_point; /* owned */
 	uint32_t binding_count;
 	uint32_t push_constant_size;
+	ruda_spec_constant *spec; /* owned */
+	uint32_t nspec;
 
 	enum ruda_pipeline_state state;
 	ruda_status status;  /* when FAILED */
 	char error[512];     /* when FAILED */
+	uint64_t compile_ns; /* time the compilation took */
 	struct ruda_pipeline_waiter *waiters;
 	uv_work_t work;
 
@@ -71,8 +79,10 @@ struct ruda_pipeline_registry {
 	uv_loop_t *loop;
 	struct ruda_pipeline **buckets;
 	size_t nbuckets, count;
-	uint64_t compiled; /* compilations finished */
-	uint64_t hits;     /* requests served by an existing pipeline */
+	uint64_t compiled;   /* compilations finished (misses) */
+	uint64_t hits;       /* requests served by an existing pipeline */
+	uint64_t compile_ns; /* total compilation time */
+	size_t compiling;    /* compilations running */
 };
 
 int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda_device *device,
@@ -89,6 +99,18 @@ void ruda__pipeline_registry_finish(struct ruda_pipeline_registry *reg);
 ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 				   const struct ruda_pipeline_key *key,
 				   struct ruda_pipeline_waiter *waiter, struct ruda_pipeline **out);
+
+/* A module the registry holds with this SHA-256 (borrowed until the loop
+ * next runs registry code), or NULL. */
+const struct ruda_pipeline *ruda__pipeline_registry_find_module(
+	const struct ruda_pipeline_registry *reg, const uint8_t sha[RUDA_SHA256_SIZE]);
+
+/* Distinct SPIR-V modules held. */
+size_t ruda__pipeline_registry_modules(const struct ruda_pipeline_registry *reg);
+
+/* Drop cached pipelines no session uses until at most `keep` remain;
+ * returns how many were dropped. */
+size_t ruda__pipeline_registry_trim(struct ruda_pipeline_registry *reg, size_t keep);
 
 static inline void ruda__pipeline_put(struct ruda_pipeline *pipeline)
 {

@@ -3,16 +3,65 @@
 #include <errno.h>
 #include <spirv-tools/libspirv.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <vulkan/vulkan.h>
 
 #define SPIRV_MAGIC 0x07230203u
-#define OP_CAPABILITY 17u
-#define OP_ENTRY_POINT 15u
-#define OP_DECORATE 71u
+/* ids beyond this are refused rather than tracked */
+#define MAX_ID_BOUND (1u << 22)
+
+enum {
+	OP_ENTRY_POINT = 15,
+	OP_CAPABILITY = 17,
+	OP_TYPE_INT = 21,
+	OP_TYPE_FLOAT = 22,
+	OP_TYPE_VECTOR = 23,
+	OP_TYPE_MATRIX = 24,
+	OP_TYPE_ARRAY = 28,
+	OP_TYPE_STRUCT = 30,
+	OP_TYPE_POINTER = 32,
+	OP_CONSTANT = 43,
+	OP_SPEC_CONSTANT = 50,
+	OP_VARIABLE = 59,
+	OP_DECORATE = 71,
+	OP_MEMBER_DECORATE = 72,
+};
+
+enum {
+	DECORATION_BLOCK = 2,
+	DECORATION_BUFFER_BLOCK = 3,
+	DECORATION_ARRAY_STRIDE = 6,
+	DECORATION_MATRIX_STRIDE = 7,
+	DECORATION_OFFSET = 35,
+	DECORATION_BINDING = 33,
+	DECORATION_DESCRIPTOR_SET = 34,
+};
+
+enum {
+	STORAGE_UNIFORM_CONSTANT = 0,
+	STORAGE_UNIFORM = 2,
+	STORAGE_PUSH_CONSTANT = 9,
+	STORAGE_STORAGE_BUFFER = 12,
+};
+
 #define EXECUTION_MODEL_GLCOMPUTE 5u
-#define DECORATION_BINDING 33u
-#define DECORATION_DESCRIPTOR_SET 34u
-#define CAPABILITY_PHYSICAL_STORAGE_BUFFER 5347u
+
+/* What the checks need to know about each id. */
+struct id_info {
+	const uint32_t *def; /* the defining instruction (types, constants, variables) */
+	uint32_t binding;    /* UINT32_MAX: none */
+	uint32_t set;
+	uint32_t array_stride, matrix_stride;
+	uint8_t block, buffer_block;
+};
+
+struct module {
+	const uint32_t *words;
+	size_t nwords;
+	uint32_t bound;
+	struct id_info *ids;
+};
 
 static spv_target_env target_env(uint32_t api_version)
 {
@@ -42,56 +91,297 @@ static int validate(const uint32_t *words, size_t nwords, uint32_t api_version, 
 	return r == SPV_SUCCESS ? 0 : -EINVAL;
 }
 
-int ruda__spirv_check(const uint32_t *words, size_t nwords, uint32_t api_version,
-		      const char *entry, uint32_t binding_count, char *why, size_t why_len)
+/* Calls `fn` for every instruction; stops at the first non-zero result. */
+static int each_instruction(const struct module *m,
+			    int (*fn)(const struct module *m, uint32_t op, const uint32_t *operands,
+				      uint32_t n, void *data),
+			    void *data)
+{
+	for (size_t i = 5; i < m->nwords;) {
+		uint32_t count = m->words[i] >> 16, op = m->words[i] & 0xffff;
+		/* the validator has checked every count; stay safe regardless */
+		if (count == 0 || count > m->nwords - i)
+			return 0;
+		int r = fn(m, op, &m->words[i + 1], count - 1, data);
+		if (r)
+			return r;
+		i += count;
+	}
+	return 0;
+}
+
+static struct id_info *id(const struct module *m, uint32_t i)
+{
+	return i < m->bound ? &m->ids[i] : NULL;
+}
+
+static int collect(const struct module *m, uint32_t op, const uint32_t *o, uint32_t n, void *data)
+{
+	(void)data;
+	struct id_info *info;
+	switch (op) {
+	case OP_TYPE_INT:
+	case OP_TYPE_FLOAT:
+	case OP_TYPE_VECTOR:
+	case OP_TYPE_MATRIX:
+	case OP_TYPE_ARRAY:
+	case OP_TYPE_STRUCT:
+	case OP_TYPE_POINTER:
+		if (n >= 1 && (info = id(m, o[0])))
+			info->def = o - 1;
+		break;
+	case OP_CONSTANT:
+	case OP_SPEC_CONSTANT:
+	case OP_VARIABLE:
+		if (n >= 2 && (info = id(m, o[1])))
+			info->def = o - 1;
+		break;
+	case OP_DECORATE:
+		if (n < 2 || !(info = id(m, o[0])))
+			break;
+		if (o[1] == DECORATION_BINDING && n >= 3)
+			info->binding = o[2];
+		else if (o[1] == DECORATION_DESCRIPTOR_SET && n >= 3)
+			info->set = o[2];
+		else if (o[1] == DECORATION_ARRAY_STRIDE && n >= 3)
+			info->array_stride = o[2];
+		else if (o[1] == DECORATION_BLOCK)
+			info->block = 1;
+		else if (o[1] == DECORATION_BUFFER_BLOCK)
+			info->buffer_block = 1;
+		break;
+	case OP_MEMBER_DECORATE:
+		if (n >= 4 && o[2] == DECORATION_MATRIX_STRIDE && (info = id(m, o[0])))
+			info->matrix_stride = o[3];
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* The operands (after the word count/opcode word) of the instruction that
+ * defines `i`, and its opcode; NULL if unknown. */
+static const uint32_t *definition(const struct module *m, uint32_t i, uint32_t *op, uint32_t *n)
+{
+	struct id_info *info = id(m, i);
+	if (!info || !info->def)
+		return NULL;
+	*op = info->def[0] & 0xffff;
+	*n = (info->def[0] >> 16) - 1;
+	return info->def + 1;
+}
+
+struct member_offsets {
+	uint32_t structure;
+	uint32_t *offsets;
+	uint32_t count;
+};
+
+static int collect_offsets(const struct module *m, uint32_t op, const uint32_t *o, uint32_t n,
+			   void *data)
+{
+	(void)m;
+	struct member_offsets *mo = data;
+	if (op == OP_MEMBER_DECORATE && n >= 4 && o[0] == mo->structure && o[2] == DECORATION_OFFSET &&
+	    o[1] < mo->count)
+		mo->offsets[o[1]] = o[3];
+	return 0;
+}
+
+/* Bytes a value of type `type` occupies under its explicit layout; 0 when
+ * unknown. `depth` bounds recursion on hostile input. */
+static uint64_t type_size(const struct module *m, uint32_t type, int depth)
+{
+	uint32_t op, n;
+	const uint32_t *o = definition(m, type, &op, &n);
+	if (!o || depth > 16)
+		return 0;
+	switch (op) {
+	case OP_TYPE_INT:
+	case OP_TYPE_FLOAT:
+		return n >= 2 ? o[1] / 8 : 0;
+	case OP_TYPE_VECTOR:
+		return n >= 3 ? type_size(m, o[1], depth + 1) * o[2] : 0;
+	case OP_TYPE_MATRIX: {
+		if (n < 3)
+			return 0;
+		uint64_t column = type_size(m, o[1], depth + 1);
+		return (uint64_t)o[2] * column; /* a lower bound without MatrixStride */
+	}
+	case OP_TYPE_ARRAY: {
+		uint32_t cop, cn;
+		const uint32_t *c = n >= 3 ? definition(m, o[2], &cop, &cn) : NULL;
+		if (!c || (cop != OP_CONSTANT && cop != OP_SPEC_CONSTANT) || cn < 3)
+			return 0;
+		uint32_t stride = m->ids[o[0]].array_stride;
+		uint64_t elem = stride ? stride : type_size(m, o[1], depth + 1);
+		return elem * c[2];
+	}
+	case OP_TYPE_STRUCT: {
+		uint32_t members = n - 1;
+		if (members == 0)
+			return 0;
+		uint32_t *offsets = calloc(members, sizeof(uint32_t));
+		if (!offsets)
+			return 0;
+		struct member_offsets mo = {.structure = o[0], .offsets = offsets, .count = members};
+		each_instruction(m, collect_offsets, &mo);
+		uint64_t size = 0;
+		for (uint32_t i = 0; i < members; i++) {
+			uint64_t end = offsets[i] + type_size(m, o[1 + i], depth + 1);
+			if (end > size)
+				size = end;
+		}
+		free(offsets);
+		return size;
+	}
+	default:
+		return 0;
+	}
+}
+
+struct check {
+	const struct ruda_spirv_layout *layout;
+	char *why;
+	size_t why_len;
+	int found_entry;
+};
+
+static int check_capability(uint32_t cap, const struct ruda_spirv_features *f, const char **name)
+{
+	static const struct {
+		uint32_t cap;
+		const char *name;
+		size_t feature; /* offset of the bool in ruda_spirv_features */
+	} needs[] = {
+		{9, "Float16", offsetof(struct ruda_spirv_features, float16)},
+		{10, "Float64", offsetof(struct ruda_spirv_features, float64)},
+		{11, "Int64", offsetof(struct ruda_spirv_features, int64)},
+		{12, "Int64Atomics", offsetof(struct ruda_spirv_features, int64_atomics)},
+		{22, "Int16", offsetof(struct ruda_spirv_features, int16)},
+		{39, "Int8", offsetof(struct ruda_spirv_features, int8)},
+		{4433, "StorageBuffer16BitAccess", offsetof(struct ruda_spirv_features, storage_buffer16)},
+		{4434, "UniformAndStorageBuffer16BitAccess",
+		 offsetof(struct ruda_spirv_features, uniform_storage16)},
+		{4435, "StoragePushConstant16", offsetof(struct ruda_spirv_features, push_constant16)},
+		{4448, "StorageBuffer8BitAccess", offsetof(struct ruda_spirv_features, storage_buffer8)},
+		{4449, "UniformAndStorageBuffer8BitAccess",
+		 offsetof(struct ruda_spirv_features, uniform_storage8)},
+		{4450, "StoragePushConstant8", offsetof(struct ruda_spirv_features, push_constant8)},
+	};
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (needs[i].cap == cap) {
+			*name = needs[i].name;
+			return *(const bool *)((const char *)f + needs[i].feature);
+		}
+	return 1;
+}
+
+static int check_instruction(const struct module *m, uint32_t op, const uint32_t *o, uint32_t n,
+			     void *data)
+{
+	struct check *c = data;
+	const struct ruda_spirv_layout *l = c->layout;
+	if (op == OP_CAPABILITY && n >= 1) {
+		const char *name = NULL;
+		if (o[0] == 5347) {
+			snprintf(c->why, c->why_len,
+				 "capability PhysicalStorageBufferAddresses escapes bounds checking");
+			return -EINVAL;
+		}
+		if (o[0] == 4441 || o[0] == 4442) {
+			snprintf(c->why, c->why_len, "variable pointers are not supported");
+			return -EINVAL;
+		}
+		if (l->features && !check_capability(o[0], l->features, &name)) {
+			snprintf(c->why, c->why_len, "capability %s: the device does not support it",
+				 name);
+			return -EINVAL;
+		}
+	}
+	if (op == OP_ENTRY_POINT && n >= 3 && o[0] == EXECUTION_MODEL_GLCOMPUTE) {
+		const char *name = (const char *)&o[2];
+		size_t max = (n - 2) * 4;
+		if (strnlen(name, max) < max && strcmp(name, l->entry_point) == 0)
+			c->found_entry = 1;
+	}
+	if (op != OP_VARIABLE || n < 3)
+		return 0;
+	uint32_t storage = o[2];
+	struct id_info *var = id(m, o[1]);
+	uint32_t pop, pn;
+	const uint32_t *pointer = definition(m, o[0], &pop, &pn);
+	uint32_t pointee = pointer && pop == OP_TYPE_POINTER && pn >= 3 ? pointer[2] : 0;
+	if (storage == STORAGE_PUSH_CONSTANT && pointee) {
+		uint64_t size = type_size(m, pointee, 0);
+		if (size > l->push_constant_size) {
+			snprintf(c->why, c->why_len,
+				 "the module's push constants take %llu bytes but the kernel declares %u",
+				 (unsigned long long)size, l->push_constant_size);
+			return -EINVAL;
+		}
+	}
+	if (!var || var->binding == UINT32_MAX)
+		return 0;
+	if (var->set != 0) {
+		snprintf(c->why, c->why_len, "module uses descriptor set %u; kernels use set 0 only",
+			 var->set);
+		return -EINVAL;
+	}
+	if (var->binding >= l->binding_count) {
+		snprintf(c->why, c->why_len,
+			 "module uses binding %u but the kernel declares %u bindings", var->binding,
+			 l->binding_count);
+		return -EINVAL;
+	}
+	/* the pointee may be an array of blocks; look through it */
+	uint32_t top, tn;
+	const uint32_t *t = pointee ? definition(m, pointee, &top, &tn) : NULL;
+	if (t && top == OP_TYPE_ARRAY && tn >= 2)
+		pointee = t[1];
+	struct id_info *block = id(m, pointee);
+	int storage_buffer = storage == STORAGE_STORAGE_BUFFER ||
+			     (storage == STORAGE_UNIFORM && block && block->buffer_block);
+	if (!storage_buffer) {
+		snprintf(c->why, c->why_len,
+			 "binding %u is not a storage buffer; kernels bind storage buffers only",
+			 var->binding);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ruda__spirv_check(const uint32_t *words, size_t nwords, const struct ruda_spirv_layout *l,
+		      char *why, size_t why_len)
 {
 	if (nwords < 5 || words[0] != SPIRV_MAGIC) {
 		snprintf(why, why_len, "not a SPIR-V module (bad magic number or too short)");
 		return -EINVAL;
 	}
-	int err = validate(words, nwords, api_version, why, why_len);
+	if (words[3] > MAX_ID_BOUND) {
+		snprintf(why, why_len, "id bound %u is over %u", words[3], MAX_ID_BOUND);
+		return -EINVAL;
+	}
+	int err = validate(words, nwords, l->api_version, why, why_len);
 	if (err)
 		return err;
-
-	int found_entry = 0;
-	for (size_t i = 5; i < nwords;) {
-		uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
-		/* the validator has checked every count; stay safe regardless */
-		if (count == 0 || count > nwords - i)
-			break;
-		const uint32_t *operands = &words[i + 1];
-		size_t noperands = count - 1;
-		if (op == OP_CAPABILITY && noperands >= 1 &&
-		    operands[0] == CAPABILITY_PHYSICAL_STORAGE_BUFFER) {
-			snprintf(why, why_len,
-				 "capability PhysicalStorageBufferAddresses escapes bounds checking");
-			return -EINVAL;
-		}
-		if (op == OP_ENTRY_POINT && noperands >= 3 &&
-		    operands[0] == EXECUTION_MODEL_GLCOMPUTE) {
-			const char *name = (const char *)&operands[2];
-			size_t max = (noperands - 2) * 4;
-			if (strnlen(name, max) < max && strcmp(name, entry) == 0)
-				found_entry = 1;
-		}
-		if (op == OP_DECORATE && noperands >= 3) {
-			if (operands[1] == DECORATION_DESCRIPTOR_SET && operands[2] != 0) {
-				snprintf(why, why_len,
-					 "module uses descriptor set %u; kernels use set 0 only",
-					 operands[2]);
-				return -EINVAL;
-			}
-			if (operands[1] == DECORATION_BINDING && operands[2] >= binding_count) {
-				snprintf(why, why_len,
-					 "module uses binding %u but the kernel declares %u bindings",
-					 operands[2], binding_count);
-				return -EINVAL;
-			}
-		}
-		i += count;
+	struct module m = {.words = words, .nwords = nwords, .bound = words[3]};
+	m.ids = calloc(m.bound ? m.bound : 1, sizeof(*m.ids));
+	if (!m.ids) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
 	}
-	if (!found_entry) {
-		snprintf(why, why_len, "no GLCompute entry point named \"%s\"", entry);
+	for (uint32_t i = 0; i < m.bound; i++)
+		m.ids[i].binding = UINT32_MAX;
+	each_instruction(&m, collect, NULL);
+	struct check c = {.layout = l, .why = why, .why_len = why_len};
+	err = each_instruction(&m, check_instruction, &c);
+	free(m.ids);
+	if (err)
+		return err;
+	if (!c.found_entry) {
+		snprintf(why, why_len, "no GLCompute entry point named \"%s\"", l->entry_point);
 		return -EINVAL;
 	}
 	return 0;

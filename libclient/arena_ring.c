@@ -52,8 +52,11 @@ int ruda__arena_ring_alloc(struct ruda_arena_ring *r, uint64_t size, int client_
 		return -E2BIG;
 	uint64_t start = r->head;
 	uint64_t pos = start % r->capacity;
-	if (pos + size > r->capacity)
+	if (pos + size > r->capacity) {
 		start += r->capacity - pos; /* regions never wrap: skip the tail end */
+		if (r->count == 0)
+			r->tail = start; /* nothing is live: the skipped gap is free */
+	}
 	if (start + size - r->tail > r->capacity)
 		return -EAGAIN;
 	if (r->count == r->cap && fifo_grow(r) < 0)

@@ -16,11 +16,14 @@
 
 #include "../proto/arena_header.h"
 #include "../proto/frame.h"
+#include "../proto/sha256.h"
 #include "arena_ring.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
 #define BATCH_BYTES (32u * 1024u)
+/* Modules at least this large are first offered by hash, not sent. */
+#define SEND_BY_HASH_BYTES (16u * 1024u)
 
 /* A thread waiting for the reply to request `id`. */
 struct waiting {
@@ -591,35 +594,88 @@ ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
 
 /* ---- kernels ------------------------------------------------------------ */
 
+/* One KernelRegister round trip: with the module in the arena, or by hash
+ * alone when `by_hash`. Lock held. */
+static ruda_status register_kernel(ruda_client *c, const ruda_kernel_desc *d,
+				   const uint8_t sha[RUDA_SHA256_SIZE], int by_hash,
+				   ruda_kernel *out)
+{
+	Ruda__SpecConstant specs[64];
+	Ruda__SpecConstant *spec_ptrs[64];
+	if (d->spec_constant_count > 64 || (d->spec_constant_count && !d->spec_constants))
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	for (uint32_t i = 0; i < d->spec_constant_count; i++) {
+		ruda__spec_constant__init(&specs[i]);
+		specs[i].id = d->spec_constants[i].id;
+		specs[i].value.data = (uint8_t *)&d->spec_constants[i].value; /* little-endian */
+		specs[i].value.len = d->spec_constants[i].size;
+		spec_ptrs[i] = &specs[i];
+	}
+	Ruda__KernelRegister k = RUDA__KERNEL_REGISTER__INIT;
+	k.kernel = c->next_kernel++;
+	k.entry_point = (char *)d->entry_point;
+	k.binding_count = d->binding_count;
+	k.push_constant_size = d->push_constant_size;
+	k.module_hash.data = (uint8_t *)sha;
+	k.module_hash.len = RUDA_SHA256_SIZE;
+	k.n_specialization = d->spec_constant_count;
+	k.specialization = spec_ptrs;
+	uint64_t region = 0;
+	if (!by_hash) {
+		uint64_t arena_offset;
+		ruda_status st = arena_alloc(c, d->spirv_size, 0, &arena_offset, &region);
+		if (st != RUDA_OK)
+			return st;
+		memcpy(c->arena + arena_offset, d->spirv, d->spirv_size);
+		k.arena_offset = arena_offset;
+		k.size = d->spirv_size;
+	}
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_KERNEL_REGISTER;
+	req.kernel_register = &k;
+	ruda_status st = round_trip(c, &req, NULL, NULL);
+	if (!by_hash)
+		ruda__arena_ring_set_request(&c->ring, region, req.id);
+	if (st == RUDA_OK)
+		*out = k.kernel;
+	return st;
+}
+
 ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *d,
 					ruda_kernel *out)
 {
 	if (!c || !d || !out || !d->spirv || !d->entry_point)
 		return RUDA_ERROR_INVALID_ARGUMENT;
+	uint8_t sha[RUDA_SHA256_SIZE];
+	ruda__sha256(d->spirv, d->spirv_size, sha);
 	pthread_mutex_lock(&c->lock);
-	uint64_t arena_offset, region;
-	ruda_status st = arena_alloc(c, d->spirv_size, 0, &arena_offset, &region);
-	if (st == RUDA_OK) {
-		memcpy(c->arena + arena_offset, d->spirv, d->spirv_size);
-		Ruda__KernelRegister k = RUDA__KERNEL_REGISTER__INIT;
-		k.kernel = c->next_kernel++;
-		k.arena_offset = arena_offset;
-		k.size = d->spirv_size;
-		k.entry_point = (char *)d->entry_point;
-		k.binding_count = d->binding_count;
-		k.push_constant_size = d->push_constant_size;
-		Ruda__Request req = RUDA__REQUEST__INIT;
-		req.body_case = RUDA__REQUEST__BODY_KERNEL_REGISTER;
-		req.kernel_register = &k;
-		/* the id is known once queued; the region is tagged before any
-		 * reclaim can look at it */
-		st = round_trip(c, &req, NULL, NULL);
-		ruda__arena_ring_set_request(&c->ring, region, req.id);
-		if (st == RUDA_OK)
-			*out = k.kernel;
-	}
+	ruda_status st = RUDA_ERROR_INVALID_HANDLE;
+	if (d->spirv_size >= SEND_BY_HASH_BYTES)
+		st = register_kernel(c, d, sha, 1, out);
+	if (st == RUDA_ERROR_INVALID_HANDLE) /* not there yet: send it */
+		st = register_kernel(c, d, sha, 0, out);
 	pthread_mutex_unlock(&c->lock);
 	return st;
+}
+
+ruda_status ruda_client_kernel_lookup(ruda_client *c, const uint32_t *spirv, size_t spirv_size,
+				      int *held)
+{
+	if (!c || !spirv || !held)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	uint8_t sha[RUDA_SHA256_SIZE];
+	ruda__sha256(spirv, spirv_size, sha);
+	Ruda__KernelLookup l = RUDA__KERNEL_LOOKUP__INIT;
+	l.module_hash.data = sha;
+	l.module_hash.len = sizeof(sha);
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_KERNEL_LOOKUP;
+	req.kernel_lookup = &l;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	*held = st == RUDA_OK;
+	return st == RUDA_ERROR_INVALID_HANDLE ? RUDA_OK : st;
 }
 
 ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
@@ -786,6 +842,10 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 			.submissions_in_flight = r->submissions_in_flight,
 			.kernels_compiled = r->kernels_compiled,
 			.pipelines = r->pipelines,
+			.kernel_hits = r->kernel_hits,
+			.compile_time_us = r->compile_time_us,
+			.modules = r->modules,
+			.cache_file_bytes = r->cache_file_bytes,
 		};
 	}
 	if (reply)

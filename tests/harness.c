@@ -150,7 +150,8 @@ ruda_client *test_connect(const struct test_daemon *d, const char *name)
 uint32_t *test_load_spirv(const char *name, size_t *size)
 {
 	char rel[128];
-	snprintf(rel, sizeof(rel), "shaders/%s.spv", name);
+	/* built-in kernels by name; test kernels by path ("tests/shaders/x") */
+	snprintf(rel, sizeof(rel), strchr(name, '/') ? "%s.spv" : "shaders/%s.spv", name);
 	FILE *f = fopen(test_build_path(rel), "rb");
 	ck_assert_msg(f != NULL, "cannot open %s", test_build_path(rel));
 	fseek(f, 0, SEEK_END);

@@ -38,7 +38,8 @@ ruda_client *test_connect(const struct test_daemon *d, const char *name);
 
 /* Path of a built file: RUDA_BUILD_DIR "/" rel. */
 const char *test_build_path(const char *rel);
-/* Read a SPIR-V module from build/shaders/<name>.spv (caller frees). */
+/* Read build/shaders/<name>.spv, or build/<name>.spv when `name` has a
+ * slash ("tests/shaders/x"); the caller frees it. */
 uint32_t *test_load_spirv(const char *name, size_t *size);
 /* Register build/shaders/<name>.spv's "main"; aborts on failure. */
 ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings,

@@ -422,6 +422,9 @@ START_TEST(writer_backpressure)
 	int before = test_count_fds(0);
 	int sv[2];
 	make_socketpair(sv, SOCK_NONBLOCK);
+	/* a small send buffer: many partial sends, whatever the system default */
+	int sndbuf = 32 * 1024;
+	ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
 	int mem = make_memfd("bp");
 	ino_t mem_ino = inode_of(mem);
 

@@ -173,21 +173,36 @@ ruda_status ruda_client_release(ruda_client *client, ruda_handle handle);
 
 /* ---- kernels ---------------------------------------------------------- */
 
+/* A specialization constant: `size` is 4 or 8 bytes of `value`. */
+typedef struct ruda_spec_constant {
+	uint32_t id;
+	uint32_t size;
+	uint64_t value;
+} ruda_spec_constant;
+
 typedef struct ruda_kernel_desc {
 	const uint32_t *spirv; /* SPIR-V words */
 	size_t spirv_size;     /* in bytes */
 	const char *entry_point;
 	uint32_t binding_count;      /* storage buffers at set 0, bindings 0..n-1 */
 	uint32_t push_constant_size; /* bytes, multiple of 4 */
+	const ruda_spec_constant *spec_constants; /* may be NULL */
+	uint32_t spec_constant_count;
 } ruda_kernel_desc;
 
 /*
  * Validate and compile a kernel in the daemon; waits for the verdict.
  * RUDA_ERROR_INVALID_KERNEL (with ruda_client_last_error saying why) when
- * the module is refused.
+ * the module is refused. A module the daemon already holds (any client
+ * registered it) is not compiled again, and large ones are not even sent:
+ * they are named by their SHA-256.
  */
 ruda_status ruda_client_kernel_register(ruda_client *client, const ruda_kernel_desc *desc,
 					ruda_kernel *out);
+
+/* Whether the daemon already holds this SPIR-V module (*held = 1 or 0). */
+ruda_status ruda_client_kernel_lookup(ruda_client *client, const uint32_t *spirv,
+				      size_t spirv_size, int *held);
 
 ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
 
@@ -231,8 +246,12 @@ typedef struct ruda_daemon_stats {
 	uint64_t session_bytes;
 	uint64_t session_buffers;
 	uint64_t submissions_in_flight;
-	uint64_t kernels_compiled;
+	uint64_t kernels_compiled; /* compilations (cache misses) */
 	uint64_t pipelines;
+	uint64_t kernel_hits;      /* registrations served without compiling */
+	uint64_t compile_time_us;
+	uint64_t modules;          /* distinct SPIR-V modules held */
+	uint64_t cache_file_bytes; /* pipeline cache on disk */
 } ruda_daemon_stats;
 
 /* Counters of the daemon and of this session. */

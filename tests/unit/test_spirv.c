@@ -1,0 +1,318 @@
+/* Unit tests for daemon/spirv.c: what rudad accepts as a kernel. */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#include <vulkan/vulkan.h>
+
+#include "spirv.h"
+
+#define API VK_MAKE_API_VERSION(0, 1, 2, 0)
+#define OP_CAPABILITY 17u
+#define OP_ENTRY_POINT 15u
+#define OP_DECORATE 71u
+#define DECORATION_BINDING 33u
+#define DECORATION_DESCRIPTOR_SET 34u
+#define CAPABILITY_PHYSICAL_STORAGE_BUFFER 5347u
+
+struct module {
+	uint32_t *words;
+	size_t n;
+};
+
+static struct module load_fill(void)
+{
+	size_t size = 0;
+	struct module m = {.words = test_load_spirv("fill", &size)};
+	ck_assert_uint_eq(size % 4, 0);
+	m.n = size / 4;
+	ck_assert_uint_gt(m.n, 5);
+	return m;
+}
+
+static const struct ruda_spirv_features all_features = {
+	true, true, true, true, true, true, true, true, true, true, true, true,
+};
+
+static int check_with(const struct module *m, const char *entry, uint32_t bindings,
+		      uint32_t push_size, const struct ruda_spirv_features *features, char *why,
+		      size_t why_len)
+{
+	struct ruda_spirv_layout layout = {
+		.api_version = API,
+		.entry_point = entry,
+		.binding_count = bindings,
+		.push_constant_size = push_size,
+		.features = features,
+	};
+	why[0] = '\0';
+	return ruda__spirv_check(m->words, m->n, &layout, why, why_len);
+}
+
+/* fill.spv's layout: one binding, 8 bytes of push constants. */
+static int check(const struct module *m, const char *entry, uint32_t bindings, char *why,
+		 size_t why_len)
+{
+	return check_with(m, entry, bindings, 8, &all_features, why, why_len);
+}
+
+static struct module load(const char *name)
+{
+	size_t size = 0;
+	struct module m = {.words = test_load_spirv(name, &size)};
+	m.n = size / 4;
+	return m;
+}
+
+/* Index of the first instruction with `opcode` (and, for OpDecorate, the
+ * given decoration), or 0 when absent. */
+static size_t find_instruction(const struct module *m, uint32_t opcode, uint32_t decoration)
+{
+	for (size_t i = 5; i < m->n;) {
+		uint32_t count = m->words[i] >> 16, op = m->words[i] & 0xffff;
+		ck_assert_uint_gt(count, 0);
+		if (op == opcode && (opcode != OP_DECORATE || m->words[i + 2] == decoration))
+			return i;
+		i += count;
+	}
+	return 0;
+}
+
+/* Expect a refusal with a reason. */
+static void expect_refused(const struct module *m, const char *entry, uint32_t bindings,
+			   const char *what)
+{
+	char why[512];
+	int rc = check(m, entry, bindings, why, sizeof(why));
+	ck_assert_msg(rc == -EINVAL, "%s: expected -EINVAL, got %d", what, rc);
+	ck_assert_msg(why[0] != '\0', "%s: refused without a reason", what);
+}
+
+START_TEST(accepts_fill)
+{
+	struct module m = load_fill();
+	char why[512];
+	int rc = check(&m, "main", 1, why, sizeof(why));
+	ck_assert_msg(rc == 0, "fill.spv refused: %s", why);
+	/* more bindings than the module uses is fine */
+	ck_assert_int_eq(check(&m, "main", 4, why, sizeof(why)), 0);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_bad_magic)
+{
+	struct module m = load_fill();
+	m.words[0] ^= 0x1;
+	expect_refused(&m, "main", 1, "bad magic");
+	/* a byte-swapped module is not accepted either */
+	m.words[0] = 0x03022307u;
+	expect_refused(&m, "main", 1, "byte-swapped magic");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_short)
+{
+	struct module m = load_fill();
+	for (size_t n = 0; n < 5; n++) {
+		struct module s = {.words = m.words, .n = n};
+		expect_refused(&s, "main", 1, "fewer than 5 words");
+	}
+	/* a header alone is not a module with an entry point */
+	struct module h = {.words = m.words, .n = 5};
+	expect_refused(&h, "main", 1, "header only");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_garbage_after_header)
+{
+	struct module m = load_fill();
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		uint32_t words[5 + 64];
+		memcpy(words, m.words, 5 * sizeof(uint32_t));
+		test_fill_random(words + 5, 64 * sizeof(uint32_t), seed);
+		struct module g = {.words = words, .n = 5 + 64};
+		expect_refused(&g, "main", 1, "random garbage");
+	}
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_wrong_entry)
+{
+	struct module m = load_fill();
+	char why[512];
+	ck_assert_int_eq(check(&m, "other", 1, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "other") != NULL, "reason does not name the entry: %s", why);
+	/* a prefix of the real name is not the real name */
+	ck_assert_int_eq(check(&m, "mai", 1, why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(check(&m, "", 1, why, sizeof(why)), -EINVAL);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_undeclared_binding)
+{
+	struct module m = load_fill();
+	char why[512];
+	ck_assert_int_eq(check(&m, "main", 0, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "binding") != NULL, "unexpected reason: %s", why);
+	/* binding 1 with only one declared */
+	size_t at = find_instruction(&m, OP_DECORATE, DECORATION_BINDING);
+	ck_assert_uint_gt(at, 0);
+	m.words[at + 3] = 1;
+	ck_assert_int_eq(check(&m, "main", 1, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "binding") != NULL, "unexpected reason: %s", why);
+	ck_assert_int_eq(check(&m, "main", 2, why, sizeof(why)), 0);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_other_descriptor_set)
+{
+	struct module m = load_fill();
+	size_t at = find_instruction(&m, OP_DECORATE, DECORATION_DESCRIPTOR_SET);
+	ck_assert_uint_gt(at, 0);
+	m.words[at + 3] = 1;
+	char why[512];
+	ck_assert_int_eq(check(&m, "main", 1, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "set") != NULL, "unexpected reason: %s", why);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_corrupt_word_count)
+{
+	struct module m = load_fill();
+	size_t at = find_instruction(&m, OP_ENTRY_POINT, 0);
+	ck_assert_uint_gt(at, 0);
+	uint32_t orig = m.words[at], count = orig >> 16;
+	/* zero, too short, one too many, past the end */
+	const uint32_t bad[] = {0, 1, count - 1, count + 1, 0xffff};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m.words[at] = bad[i] << 16 | (orig & 0xffff);
+		expect_refused(&m, "main", 1, "corrupt word count");
+	}
+	/* the first instruction too: a count of zero would loop forever in a
+	 * careless walker */
+	m.words[at] = orig;
+	m.words[5] &= 0xffff;
+	expect_refused(&m, "main", 1, "zero word count on the first instruction");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_physical_storage_buffer)
+{
+	struct module m = load_fill();
+	/* insert OpCapability PhysicalStorageBufferAddresses after the module's
+	 * own OpCapability instructions (they come first) */
+	size_t at = 5;
+	while (at < m.n && (m.words[at] & 0xffff) == OP_CAPABILITY)
+		at += m.words[at] >> 16;
+	ck_assert_uint_gt(at, 5);
+	uint32_t *w = malloc((m.n + 2) * sizeof(uint32_t));
+	ck_assert_ptr_nonnull(w);
+	memcpy(w, m.words, at * sizeof(uint32_t));
+	w[at] = 2u << 16 | OP_CAPABILITY;
+	w[at + 1] = CAPABILITY_PHYSICAL_STORAGE_BUFFER;
+	memcpy(w + at + 2, m.words + at, (m.n - at) * sizeof(uint32_t));
+	struct module p = {.words = w, .n = m.n + 2};
+	char why[512];
+	ck_assert_int_eq(check(&p, "main", 1, why, sizeof(why)), -EINVAL);
+	/* rudad's own check or the validator may refuse it, not something else */
+	ck_assert_msg(strstr(why, "PhysicalStorageBuffer") || strstr(why, "validation"),
+		      "unexpected reason: \"%s\"", why);
+	free(w);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(reason_fits_small_buffer)
+{
+	/* the reason is truncated to the caller's buffer, and terminated */
+	struct module m = load_fill();
+	char why[8];
+	memset(why, 'x', sizeof(why));
+	ck_assert_int_eq(check(&m, "other", 1, why, sizeof(why)), -EINVAL);
+	ck_assert_uint_lt(strnlen(why, sizeof(why)), sizeof(why));
+	free(m.words);
+}
+END_TEST
+
+START_TEST(push_constants_must_fit)
+{
+	char why[256];
+	struct module m = load_fill(); /* 8 bytes of push constants */
+	ck_assert_int_eq(check_with(&m, "main", 1, 4, &all_features, why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "push constants take 8 bytes"));
+	ck_assert_int_eq(check_with(&m, "main", 1, 8, &all_features, why, sizeof(why)), 0);
+	free(m.words);
+	m = load("tests/shaders/big_push");
+	ck_assert_int_eq(check_with(&m, "main", 1, 60, &all_features, why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "64 bytes"));
+	ck_assert_int_eq(check_with(&m, "main", 1, 64, &all_features, why, sizeof(why)), 0);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_uniform_buffers)
+{
+	char why[256];
+	struct module m = load("tests/shaders/uniform_block");
+	ck_assert_int_eq(check_with(&m, "main", 2, 0, &all_features, why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "not a storage buffer"));
+	free(m.words);
+}
+END_TEST
+
+START_TEST(refuses_missing_features)
+{
+	char why[256];
+	struct module m = load("tests/shaders/double");
+	ck_assert_int_eq(check_with(&m, "main", 1, 0, &all_features, why, sizeof(why)), 0);
+	struct ruda_spirv_features no_f64 = all_features;
+	no_f64.float64 = false;
+	ck_assert_int_eq(check_with(&m, "main", 1, 0, &no_f64, why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "Float64"));
+	free(m.words);
+}
+END_TEST
+
+static Suite *spirv_suite(void)
+{
+	Suite *s = suite_create("spirv");
+	TCase *tc = tcase_create("check");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, accepts_fill);
+	tcase_add_test(tc, refuses_bad_magic);
+	tcase_add_test(tc, refuses_short);
+	tcase_add_test(tc, refuses_garbage_after_header);
+	tcase_add_test(tc, refuses_wrong_entry);
+	tcase_add_test(tc, refuses_undeclared_binding);
+	tcase_add_test(tc, refuses_other_descriptor_set);
+	tcase_add_test(tc, refuses_corrupt_word_count);
+	tcase_add_test(tc, refuses_physical_storage_buffer);
+	tcase_add_test(tc, reason_fits_small_buffer);
+	tcase_add_test(tc, push_constants_must_fit);
+	tcase_add_test(tc, refuses_uniform_buffers);
+	tcase_add_test(tc, refuses_missing_features);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(spirv_suite());
+	/* CK_FORK by default (each test in its own process); CK_FORK=no for debugging */
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}
