@@ -45,8 +45,12 @@ DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/status_check.o
 
-SHADERS := $(wildcard shaders/*.comp)
-SPIRV := $(SHADERS:shaders/%.comp=$(BUILD)/shaders/%.spv)
+SHADERS := $(filter-out shaders/reduce.comp,$(wildcard shaders/*.comp))
+# reduce.comp is built once per operation and element type
+REDUCE_OPS := sum prod max min mean
+REDUCE_TYPES := f32 i32 u32 f16
+REDUCE_SPIRV := $(foreach o,$(REDUCE_OPS),$(foreach t,$(REDUCE_TYPES),$(BUILD)/shaders/reduce_$(o)_$(t).spv))
+SPIRV := $(SHADERS:shaders/%.comp=$(BUILD)/shaders/%.spv) $(REDUCE_SPIRV)
 TEST_SPIRV := $(patsubst tests/shaders/%.comp,$(BUILD)/tests/shaders/%.spv,$(wildcard tests/shaders/*.comp))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -113,6 +117,17 @@ $(BUILD)/libruda.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 $(BUILD)/shaders/%.spv: shaders/%.comp
 	@mkdir -p $(BUILD)/shaders
 	$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
+
+$(BUILD)/shaders/reduce_%.spv: shaders/reduce.comp
+	@mkdir -p $(BUILD)/shaders
+	$(GLSLC) --target-env=vulkan1.2 -O -DOP=$(REDUCE_OP_$(word 1,$(subst _, ,$*))) \
+		-DT_$(shell echo $(word 2,$(subst _, ,$*)) | tr a-z A-Z) -o $@ $<
+
+REDUCE_OP_sum := 0
+REDUCE_OP_prod := 1
+REDUCE_OP_max := 2
+REDUCE_OP_min := 3
+REDUCE_OP_mean := 4
 
 # Kernels that only tests use (some are meant to be refused).
 $(BUILD)/tests/shaders/%.spv: tests/shaders/%.comp
