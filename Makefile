@@ -9,6 +9,7 @@ VERSION := 0.1.0
 SOVERSION := 0
 BUILD ?= build
 PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -16,20 +17,22 @@ PROTOC_C ?= protoc-c
 GLSLC ?= glslc
 
 DEB_PACKAGES := build-essential pkgconf libuv1-dev libprotobuf-c-dev protobuf-c-compiler \
-	libvulkan-dev mesa-vulkan-drivers glslc spirv-tools check valgrind
+	libvulkan-dev mesa-vulkan-drivers glslc spirv-tools check valgrind \
+	libsystemd-dev systemd man-db
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
 SAN ?=
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -pthread -DRUDA_VERSION='"$(VERSION)"' \
+	-DRUDA_CONFIG_PATH='"$(SYSCONFDIR)/ruda/rudad.conf"' \
 	-Ilibclient/include -I$(BUILD)/gen $(SAN)
 LDFLAGS_ALL := -pthread $(SAN)
 
 pc = $(shell $(PKG_CONFIG) $(1) $(2) 2>/dev/null)
-DAEMON_LIBS = $(call pc,--libs,libuv libprotobuf-c vulkan SPIRV-Tools) -lstdc++ -lm
+DAEMON_LIBS = $(call pc,--libs,libuv libprotobuf-c vulkan SPIRV-Tools libsystemd) -lstdc++ -lm
 CLIENT_LIBS = $(call pc,--libs,libprotobuf-c)
 CHECK_LIBS = $(call pc,--libs,check)
-DEP_CFLAGS = $(call pc,--cflags,libuv libprotobuf-c vulkan check)
+DEP_CFLAGS = $(call pc,--cflags,libuv libprotobuf-c vulkan check libsystemd)
 
 PROTOS := $(wildcard proto/*.proto)
 GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.h) \
@@ -141,7 +144,8 @@ $(BUILD)/example: docs/example.c $(BUILD)/libruda.so
 
 # ---- tests --------------------------------------------------------------
 
-TEST_CFLAGS = $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Itests -Idaemon -Ilibclient -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"'
+TEST_CFLAGS = $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Itests -Idaemon -Ilibclient -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"' \
+	-DRUDA_SOURCE_DIR='"$(abspath .)"' -DRUDA_SAN_FLAGS='"$(SAN)"'
 TEST_COMMON := $(BUILD)/obj/tests/harness.o
 
 $(BUILD)/obj/tests/harness.o: tests/harness.c tests/harness.h $(GEN)
@@ -176,6 +180,50 @@ check: deps
 	@$(MAKE) --no-print-directory tests
 	@BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS)
 
+# ---- benchmarks ---------------------------------------------------------
+#
+#   make bench [BENCH_ARGS=--quick]
+#
+# rudad against plain in-process Vulkan measured in the same run: prints a
+# table per group and writes $(BUILD)/bench/results.json. Never fails on
+# speed, only on wrong results. tests/bench/README.md says what is measured.
+
+BENCH_DIR := $(BUILD)/bench
+BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client
+BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c,$(wildcard tests/bench/*.c))
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_ARGS ?=
+
+.PHONY: bench bench-programs
+
+$(BUILD)/obj/tests/bench/%.o: tests/bench/%.c $(GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+# the in-process baselines link the daemon's device code, as unit tests do
+$(BENCH_DIR)/bench: $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
+		$(DAEMON_LIBS)
+
+# plain Vulkan and nothing else: what a program without rudad loads
+$(BENCH_DIR)/first_vk: tests/bench/first_vk.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
+		-o $@ $< $(call pc,--libs,vulkan)
+
+$(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
+		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
+
+bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/tests/shaders/spec_fill.spv \
+		$(BENCH_DIR)/bench $(BENCH_HELPERS)
+
+bench: deps
+	@$(MAKE) --no-print-directory bench-programs
+	$(BENCH_DIR)/bench $(BENCH_ARGS)
+
 # ---- running ------------------------------------------------------------
 
 RUN_SOCKET ?=
@@ -198,3 +246,69 @@ deps:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- installation -------------------------------------------------------
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=] [SYSCONFDIR=/etc]
+#
+# The units name $(SBINDIR)/rudad; systemd also reads units, sysusers.d and
+# tmpfiles.d under /usr/local/lib. Debian's multiarch layout:
+# LIBDIR=/usr/lib/x86_64-linux-gnu.
+
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/ruda
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+INSTALL ?= install
+
+MAN_PAGES := $(wildcard docs/man/*.[0-9])
+UNITS := systemd/rudad.service systemd/rudad.socket
+
+install: all
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/ruda $(DESTDIR)$(DATADIR)/ruda/shaders \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(DOCDIR)
+	$(INSTALL) -m 0755 $(BUILD)/rudad $(DESTDIR)$(SBINDIR)/rudad
+	if [ -x $(BUILD)/rudactl ]; then $(INSTALL) -d $(DESTDIR)$(BINDIR) && \
+		$(INSTALL) -m 0755 $(BUILD)/rudactl $(DESTDIR)$(BINDIR)/rudactl; fi
+	$(INSTALL) -m 0755 $(BUILD)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
+	ln -sf libruda.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libruda.so
+	$(INSTALL) -m 0644 $(BUILD)/libruda.a $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: ruda' 'Description: Client library of rudad, the ruda GPU compute daemon' \
+		'Version: $(VERSION)' \
+		'Requires.private: libprotobuf-c' 'Cflags: -I$${includedir}' \
+		'Libs: -L$${libdir} -lruda' 'Libs.private: -pthread' \
+		> $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc
+	$(INSTALL) -m 0644 $(SPIRV) $(DESTDIR)$(DATADIR)/ruda/shaders/
+	for u in $(UNITS); do \
+		sed 's|/usr/sbin/rudad|$(SBINDIR)/rudad|g' $$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$${u#systemd/} && \
+		chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/$${u#systemd/} || exit 1; done
+	$(INSTALL) -m 0644 systemd/ruda.sysusers $(DESTDIR)$(SYSUSERSDIR)/ruda.conf
+	$(INSTALL) -m 0644 systemd/ruda.tmpfiles $(DESTDIR)$(TMPFILESDIR)/ruda.conf
+	for m in $(MAN_PAGES); do \
+		s=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$s && \
+		$(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+	$(INSTALL) -m 0644 docs/rudad.conf.example docs/example.c docs/deploy.md \
+		$(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/rudad $(DESTDIR)$(BINDIR)/rudactl \
+		$(DESTDIR)$(LIBDIR)/libruda.so $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION) \
+		$(DESTDIR)$(LIBDIR)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
+		$(DESTDIR)$(INCLUDEDIR)/ruda/ruda.h $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/rudad.service $(DESTDIR)$(SYSTEMDUNITDIR)/rudad.socket \
+		$(DESTDIR)$(SYSUSERSDIR)/ruda.conf $(DESTDIR)$(TMPFILESDIR)/ruda.conf
+	rm -rf $(DESTDIR)$(DATADIR)/ruda/shaders $(DESTDIR)$(DOCDIR)
+	for m in $(notdir $(MAN_PAGES)); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/ruda $(DESTDIR)$(DATADIR)/ruda 2>/dev/null

@@ -9,17 +9,23 @@
 
 #include <ruda/ruda.h>
 
+#include "memory.h"
 #include "ref.h"
 
 struct ruda_device;
+
+/* What every buffer can be used for. */
+#define RUDA_BUFFER_USAGE                                                                     \
+	(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |             \
+	 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
 
 struct ruda_buffer {
 	struct ruda_ref ref;
 	struct ruda_device *device; /* borrowed */
 	VkBuffer vk;
-	VkDeviceMemory memory;
+	struct ruda_allocation memory;
 	uint64_t size;      /* requested bytes */
-	uint64_t allocated; /* bytes of device memory */
+	uint64_t allocated; /* bytes of device memory reserved for it */
 };
 
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */

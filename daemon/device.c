@@ -7,11 +7,14 @@
 
 #include <ruda/ruda.h>
 
+#include "buffer.h"
 #include "log.h"
 
 /* How long the completion thread sleeps in one vkWaitSemaphores, so it
  * notices a stop request. */
 #define COMPLETION_POLL_NS (100u * 1000u * 1000u)
+/* Timestamp query pairs: submissions in flight and open profiles. */
+#define QUERY_PAIRS 4096u
 
 int ruda__vulkan_init(struct ruda_vulkan *vk)
 {
@@ -112,14 +115,36 @@ static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const c
 
 /* ---- completion thread ---------------------------------------------------- */
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The device failed (or stopped making progress): fail everything. */
+static void declare_lost(struct ruda_device *d, VkResult r, int status)
+{
+	atomic_store(&d->lost_status, status);
+	atomic_store(&d->lost, (int)r);
+	uv_async_send(&d->async);
+	log_error("device %u: %s; its work is lost until rudad restarts", d->index,
+		  status == RUDA_ERROR_TIMEOUT ? "a submission ran past the time limit"
+					       : "device lost");
+}
+
 static void *completion_main(void *arg)
 {
 	struct ruda_device *d = arg;
+	uint64_t progress_at = now_ns();
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		uint64_t done = atomic_load(&d->completed);
-		while (!d->stop && d->target <= done)
-			pthread_cond_wait(&d->wake, &d->lock);
+		if (d->target <= done) {
+			while (!d->stop && d->target <= done)
+				pthread_cond_wait(&d->wake, &d->lock);
+			progress_at = now_ns(); /* the clock runs while work is pending */
+		}
 		if (d->stop)
 			break;
 		uint64_t want = done + 1;
@@ -135,9 +160,17 @@ static void *completion_main(void *arg)
 		uint64_t value = done;
 		if (r == VK_SUCCESS || r == VK_TIMEOUT)
 			r = vkGetSemaphoreCounterValue(d->vk, d->timeline, &value);
+		uint64_t now = now_ns();
+		int timed_out = 0;
+		if (value > done)
+			progress_at = now;
+		else if (r == VK_TIMEOUT && d->submission_timeout_ns &&
+			 now - progress_at > d->submission_timeout_ns) {
+			r = VK_ERROR_DEVICE_LOST; /* hung: no wait is infinite */
+			timed_out = 1;
+		}
 		if (r != VK_SUCCESS && r != VK_TIMEOUT) {
-			atomic_store(&d->lost, (int)r);
-			uv_async_send(&d->async);
+			declare_lost(d, r, timed_out ? RUDA_ERROR_TIMEOUT : RUDA_ERROR_DEVICE_LOST);
 			pthread_mutex_lock(&d->lock);
 			/* nothing more will complete; wait to be stopped */
 			while (!d->stop)
@@ -162,6 +195,48 @@ static void on_async(uv_async_t *async)
 		d->on_progress(d->progress_data);
 }
 
+/* ---- timestamps --------------------------------------------------------- */
+
+int32_t ruda__device_query_pair_get(struct ruda_device *d)
+{
+	if (!d->timestamps || !d->nfree_pairs)
+		return -1;
+	return (int32_t)d->free_pairs[--d->nfree_pairs];
+}
+
+void ruda__device_query_pair_put(struct ruda_device *d, int32_t pair)
+{
+	if (pair >= 0)
+		d->free_pairs[d->nfree_pairs++] = (uint32_t)pair;
+}
+
+void ruda__device_query_pair_begin(struct ruda_device *d, VkCommandBuffer cmd, int32_t pair)
+{
+	if (pair < 0)
+		return;
+	vkCmdResetQueryPool(cmd, d->timestamps, 2 * (uint32_t)pair, 2);
+	vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, d->timestamps,
+			    2 * (uint32_t)pair);
+}
+
+void ruda__device_query_pair_end(struct ruda_device *d, VkCommandBuffer cmd, int32_t pair)
+{
+	if (pair >= 0)
+		vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->timestamps,
+				    2 * (uint32_t)pair + 1);
+}
+
+uint64_t ruda__device_query_pair_ns(struct ruda_device *d, int32_t pair)
+{
+	uint64_t ticks[2];
+	if (pair < 0 || vkGetQueryPoolResults(d->vk, d->timestamps, 2 * (uint32_t)pair, 2,
+					      sizeof(ticks), ticks, sizeof(uint64_t),
+					      VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
+		return 0;
+	uint64_t begin = ticks[0] & d->timestamp_mask, end = ticks[1] & d->timestamp_mask;
+	return end >= begin ? (uint64_t)((double)(end - begin) * d->timestamp_period) : 0;
+}
+
 /* ---- submissions -------------------------------------------------------- */
 
 static void submission_release_refs(struct ruda_submission *sub)
@@ -178,6 +253,7 @@ static void submission_run_waiters(struct ruda_submission *sub, int status)
 	sub->waiters_tail = &sub->waiters;
 	while (w) {
 		struct ruda_waiter *next = w->next;
+		w->gpu_ns = sub->gpu_ns;
 		w->done(w, status);
 		w = next;
 	}
@@ -188,6 +264,9 @@ static void submission_recycle(struct ruda_submission *sub)
 {
 	struct ruda_device *d = sub->device;
 	vkResetCommandBuffer(sub->cmd, 0);
+	ruda__device_query_pair_put(d, sub->query_pair);
+	sub->query_pair = -1;
+	sub->gpu_ns = 0;
 	sub->value = 0;
 	sub->commands = 0;
 	sub->next = d->spare;
@@ -227,6 +306,10 @@ struct ruda_submission *ruda__submission_begin(struct ruda_device *d)
 		d->spare = sub;
 		return NULL;
 	}
+	/* device time per submission, for accounting */
+	sub->query_pair = ruda__device_query_pair_get(d);
+	sub->gpu_ns = 0;
+	ruda__device_query_pair_begin(d, sub->cmd, sub->query_pair);
 	return sub;
 }
 
@@ -274,6 +357,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	};
 	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
 			     VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+	ruda__device_query_pair_end(d, sub->cmd, sub->query_pair);
 	VkResult r = vkEndCommandBuffer(sub->cmd);
 	uint64_t value = d->submitted + 1;
 	if (r == VK_SUCCESS) {
@@ -294,8 +378,10 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	}
 	if (r != VK_SUCCESS) {
 		log_error("device %u: vkQueueSubmit failed: %d", d->index, r);
-		if (r == VK_ERROR_DEVICE_LOST)
+		if (r == VK_ERROR_DEVICE_LOST) {
+			atomic_store(&d->lost_status, RUDA_ERROR_DEVICE_LOST);
 			atomic_store(&d->lost, (int)r);
+		}
 		submission_run_waiters(sub, r == VK_ERROR_DEVICE_LOST ? RUDA_ERROR_DEVICE_LOST
 								   : RUDA_ERROR_INTERNAL);
 		submission_release_refs(sub);
@@ -322,6 +408,7 @@ void ruda__device_process_completions(struct ruda_device *d)
 {
 	uint64_t done = atomic_load(&d->completed);
 	int lost = atomic_load(&d->lost);
+	int failure = lost ? atomic_load(&d->lost_status) : RUDA_OK;
 	while (d->inflight && (d->inflight->value <= done || lost)) {
 		struct ruda_submission *sub = d->inflight;
 		d->inflight = sub->next;
@@ -329,7 +416,9 @@ void ruda__device_process_completions(struct ruda_device *d)
 			d->inflight_tail = NULL;
 		d->inflight_count--;
 		bool ok = sub->value <= done;
-		submission_run_waiters(sub, ok ? RUDA_OK : RUDA_ERROR_DEVICE_LOST);
+		if (ok)
+			sub->gpu_ns = ruda__device_query_pair_ns(d, sub->query_pair);
+		submission_run_waiters(sub, ok ? RUDA_OK : failure);
 		submission_release_refs(sub);
 		if (ok)
 			submission_recycle(sub);
@@ -352,6 +441,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		return -ENOMEM;
 	d->index = index;
 	d->physical = vk->physical[physical_index];
+	d->submission_timeout_ns = 60ull * 1000 * 1000 * 1000;
 	vkGetPhysicalDeviceProperties(d->physical, &d->props);
 	vkGetPhysicalDeviceMemoryProperties(d->physical, &d->memory);
 
@@ -528,10 +618,48 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		.pNext = &sem_type,
 	};
 	VkPipelineCacheCreateInfo cache = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+	VkQueryPoolCreateInfo queries = {
+		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+		.queryType = VK_QUERY_TYPE_TIMESTAMP,
+		.queryCount = 2 * QUERY_PAIRS,
+	};
 	if (vkCreateCommandPool(d->vk, &pool, NULL, &d->command_pool) != VK_SUCCESS ||
 	    vkCreateSemaphore(d->vk, &sem, NULL, &d->timeline) != VK_SUCCESS ||
 	    vkCreatePipelineCache(d->vk, &cache, NULL, &d->pipeline_cache) != VK_SUCCESS) {
 		log_error("device %s: cannot create queue objects", d->props.deviceName);
+		goto fail;
+	}
+	uint32_t valid_bits = families[d->queue_family].timestampValidBits;
+	if (valid_bits && d->props.limits.timestampPeriod > 0 &&
+	    (d->free_pairs = malloc(QUERY_PAIRS * sizeof(uint32_t))) &&
+	    vkCreateQueryPool(d->vk, &queries, NULL, &d->timestamps) == VK_SUCCESS) {
+		d->timestamp_period = d->props.limits.timestampPeriod;
+		d->timestamp_mask = valid_bits >= 64 ? UINT64_MAX : (1ull << valid_bits) - 1;
+		for (uint32_t i = 0; i < QUERY_PAIRS; i++)
+			d->free_pairs[d->nfree_pairs++] = QUERY_PAIRS - 1 - i;
+	} else {
+		d->timestamps = VK_NULL_HANDLE;
+		log_warn("device %s: no timestamps; GPU time is not accounted",
+			 d->props.deviceName);
+	}
+
+	/* every buffer rudad makes has the same usage: probe its needs once */
+	VkBufferCreateInfo probe_info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = 65536,
+		.usage = RUDA_BUFFER_USAGE,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	VkBuffer probe;
+	VkMemoryRequirements req;
+	if (vkCreateBuffer(d->vk, &probe_info, NULL, &probe) != VK_SUCCESS) {
+		log_error("device %s: cannot create buffers", d->props.deviceName);
+		goto fail;
+	}
+	vkGetBufferMemoryRequirements(d->vk, probe, &req);
+	vkDestroyBuffer(d->vk, probe, NULL);
+	if (ruda__memory_init(&d->allocator, d, &req) < 0) {
+		log_error("device %s: no memory type for buffers", d->props.deviceName);
 		goto fail;
 	}
 
@@ -548,6 +676,9 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	return 0;
 
 fail:
+	if (d->timestamps)
+		vkDestroyQueryPool(d->vk, d->timestamps, NULL);
+	free(d->free_pairs);
 	if (d->pipeline_cache)
 		vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
 	if (d->timeline)
@@ -584,9 +715,13 @@ void ruda__device_destroy(struct ruda_device *d)
 		free(sub->refs);
 		free(sub);
 	}
+	ruda__memory_finish(&d->allocator);
 	vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
 	vkDestroySemaphore(d->vk, d->timeline, NULL);
 	vkDestroyCommandPool(d->vk, d->command_pool, NULL);
+	if (d->timestamps)
+		vkDestroyQueryPool(d->vk, d->timestamps, NULL);
+	free(d->free_pairs);
 	vkDestroyDevice(d->vk, NULL);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);

@@ -13,6 +13,7 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
+#include "memory.h"
 #include "ref.h"
 #include "spirv.h"
 
@@ -23,6 +24,7 @@ struct ruda_waiter {
 	struct ruda_waiter *next;
 	/* `status` is RUDA_OK or the device's failure; frees the waiter. */
 	void (*done)(struct ruda_waiter *waiter, int status);
+	uint64_t gpu_ns; /* set before done: device time of the submission */
 };
 
 /* One vkQueueSubmit: a command buffer and everything it must keep alive. */
@@ -32,6 +34,8 @@ struct ruda_submission {
 	VkCommandBuffer cmd;
 	uint64_t value; /* timeline value signalled on completion; 0 while recording */
 	uint32_t commands;
+	int32_t query_pair; /* timestamps around it, or -1 */
+	uint64_t gpu_ns;    /* device time it took, once complete */
 	struct ruda_ref **refs; /* owned references, dropped on completion */
 	size_t nrefs, refs_cap;
 	struct ruda_waiter *waiters, **waiters_tail;
@@ -76,9 +80,19 @@ struct ruda_device {
 	uint64_t target; /* guarded by lock */
 	bool stop;       /* guarded by lock */
 	_Atomic uint64_t completed;
-	_Atomic int lost; /* a VkResult once the device has failed */
+	_Atomic int lost;        /* a VkResult once the device has failed */
+	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
+	uint64_t submission_timeout_ns; /* no progress for this long: failed */
 	uv_async_t async;
 
+	/* timestamp queries, in pairs: one pair per submission or profile */
+	VkQueryPool timestamps; /* VK_NULL_HANDLE: the queue has none */
+	double timestamp_period; /* ns per tick */
+	uint64_t timestamp_mask;
+	uint32_t *free_pairs; /* stack of free pair indices */
+	uint32_t nfree_pairs;
+
+	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
 	struct ruda_device_stats stats;
 	/* called on the loop after completions were processed */
 	void (*on_progress)(void *data);
@@ -118,6 +132,17 @@ void ruda__submission_discard(struct ruda_submission *sub, int status);
 
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);
+
+/* A free pair of timestamp queries (reset and ready), or -1. */
+int32_t ruda__device_query_pair_get(struct ruda_device *device);
+void ruda__device_query_pair_put(struct ruda_device *device, int32_t pair);
+/* Record a reset of `pair` and a timestamp into its first query. */
+void ruda__device_query_pair_begin(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
+/* Record a timestamp into its second query. */
+void ruda__device_query_pair_end(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
+/* Nanoseconds between the pair's timestamps (both written and complete);
+ * 0 when unavailable. */
+uint64_t ruda__device_query_pair_ns(struct ruda_device *device, int32_t pair);
 
 int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
 			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "log.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "ruda.pb-c.h"
 #include "session.h"
 #include "stream.h"
@@ -58,7 +59,7 @@ static int range_ok(uint64_t offset, uint64_t size, uint64_t limit)
 }
 
 /* Replies that wait for the GPU. */
-enum wait_kind { WAIT_READ, WAIT_SYNC, WAIT_SYNC_BUFFERS, WAIT_FENCE };
+enum wait_kind { WAIT_READ, WAIT_SYNC, WAIT_SYNC_BUFFERS, WAIT_FENCE, WAIT_PROFILE };
 
 struct reply_waiter {
 	struct ruda_waiter base;
@@ -67,6 +68,8 @@ struct reply_waiter {
 	uint64_t request;
 	enum wait_kind kind;
 	uint64_t arena_request;
+	struct ruda_device *device; /* borrowed: devices outlive sessions */
+	int32_t query_pair;         /* WAIT_PROFILE: given back once read */
 	size_t nhandles;
 	uint64_t handles[];
 };
@@ -86,6 +89,24 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 {
 	struct reply_waiter *w = (struct reply_waiter *)base;
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (w->kind == WAIT_PROFILE) {
+		/* the pair's work is complete: read it, then it is free */
+		struct ruda_device *d = w->device;
+		uint64_t ns = ruda__device_query_pair_ns(d, w->query_pair);
+		ruda__device_query_pair_put(d, w->query_pair);
+		if (s && s->state != RUDA_SESSION_DEAD && status == RUDA_OK) {
+			Ruda__ProfileReply pr = RUDA__PROFILE_REPLY__INIT;
+			pr.duration_ns = ns;
+			Ruda__Reply reply = RUDA__REPLY__INIT;
+			reply.id = w->request;
+			reply.body_case = RUDA__REPLY__BODY_PROFILE;
+			reply.profile = &pr;
+			ruda__session_reply(s, &reply);
+		} else if (s && s->state != RUDA_SESSION_DEAD) {
+			ruda__session_reply_status(s, w->request, status, "the device failed");
+		}
+		goto out;
+	}
 	if (!s || s->state == RUDA_SESSION_DEAD)
 		goto out;
 	if (status != RUDA_OK) {
@@ -113,6 +134,8 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 		ruda__arena_publish(s->arena, w->arena_request);
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 		break;
+	case WAIT_PROFILE:
+		break;
 	}
 out:
 	free(w);
@@ -131,6 +154,8 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	w->request = request;
 	w->kind = kind;
 	w->arena_request = s->stream.arena_request;
+	w->device = s->device;
+	w->query_pair = -1;
 	w->nhandles = nhandles;
 	if (nhandles)
 		memcpy(w->handles, handles, nhandles * sizeof(uint64_t));
@@ -146,6 +171,35 @@ static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_
 		return;
 	}
 	ruda__stream_wait(&s->stream, &w->base);
+}
+
+/* Adds a submission's device time to its session's account. */
+struct account_waiter {
+	struct ruda_waiter base;
+	struct ruda_session_context *ctx;
+	uint64_t session;
+};
+
+static void account_waiter_done(struct ruda_waiter *base, int status)
+{
+	struct account_waiter *w = (struct account_waiter *)base;
+	(void)status;
+	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (s)
+		s->usage.gpu_time_ns += base->gpu_ns;
+	free(w);
+}
+
+static struct ruda_waiter *make_account_waiter(void *data)
+{
+	struct ruda_session *s = data;
+	struct account_waiter *w = malloc(sizeof(*w));
+	if (!w)
+		return NULL;
+	w->base.done = account_waiter_done;
+	w->ctx = s->ctx;
+	w->session = s->id;
+	return &w->base;
 }
 
 /* ---- handshake ---------------------------------------------------------- */
@@ -212,15 +266,30 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	snprintf(s->name, sizeof(s->name), "%s", h->client_name ? h->client_name : "");
-	for (char *c = s->name; *c; c++)
+	for (unsigned char *c = (unsigned char *)s->name; *c; c++)
 		if (*c < 0x20 || *c == 0x7f || *c == '"')
-			*c = '?'; /* keep log lines one line each */
+			*c = '?'; /* keep log lines one line each; UTF-8 stays */
 	if (h->protocol_version != RUDA_PROTOCOL_VERSION) {
 		s->state = RUDA_SESSION_CLOSING;
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_VERSION,
 					   "protocol version %u is not supported; rudad %s speaks %u",
 					   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
 		return;
+	}
+	if (ctx->policy) {
+		struct ruda_rights rights;
+		char described[160];
+		ruda__policy_check_peer(ctx->policy, s->fd, s->uid, s->gid, &rights);
+		if (!rights.may_connect) {
+			log_warn("session %llu (uid %u, pid %d, \"%s\"): refused: %s",
+				 (unsigned long long)s->id, s->uid, s->pid, s->name, rights.why);
+			s->state = RUDA_SESSION_CLOSING;
+			ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
+						   "rudad's policy refuses this client: %s", rights.why);
+			return;
+		}
+		log_debug("session %llu (uid %u, pid %d): %s", (unsigned long long)s->id, s->uid,
+			  s->pid, ruda__rights_describe(&rights, described, sizeof(described)));
 	}
 	if (h->device_index >= ctx->ndevices) {
 		s->state = RUDA_SESSION_CLOSING;
@@ -243,6 +312,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
+	s->stream.account = make_account_waiter;
+	s->stream.account_data = s;
 	s->state = RUDA_SESSION_READY;
 	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u",
 		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index);
@@ -276,47 +347,85 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 
 /* ---- memory ------------------------------------------------------------- */
 
+/* Give id `handle` its buffer, or the error that took its place. Returns 0
+ * (and releases the buffer) when out of memory. */
+static int session_insert_buffer(struct ruda_session *s, uint64_t handle, struct ruda_buffer *buffer,
+				 ruda_status error, const char *why)
+{
+	struct ruda_session_buffer *b = calloc(1, sizeof(*b));
+	if (b) {
+		b->buffer = buffer;
+		b->error = error;
+		b->error_message = error != RUDA_OK && why ? strdup(why) : NULL;
+	}
+	if (!b || ruda__handle_table_insert(&s->buffers, handle, b) < 0) {
+		if (buffer) {
+			ruda__session_uncharge(s, buffer->allocated, buffer->size);
+			ruda__buffer_put(buffer);
+		}
+		if (b)
+			free(b->error_message);
+		free(b);
+		return 0;
+	}
+	return 1;
+}
+
+/* Allocate a buffer charged to the session; the reason for a failure goes
+ * to `why`. */
+static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t size,
+			    struct ruda_buffer **out, char *why, size_t why_len)
+{
+	if (buffer_entry(s, handle)) {
+		snprintf(why, why_len, "buffer %llu: id already in use", (unsigned long long)handle);
+		return RUDA_ERROR_INVALID_HANDLE;
+	}
+	if (s->buffers.count >= s->ctx->max_handles) {
+		snprintf(why, why_len, "buffer %llu: more than %u buffers",
+			 (unsigned long long)handle, s->ctx->max_handles);
+		return RUDA_ERROR_BUSY;
+	}
+	ruda_status st = ruda__buffer_create(s->device, size, out);
+	if (st == RUDA_OK) {
+		st = ruda__session_charge(s, (*out)->allocated, size);
+		if (st != RUDA_OK)
+			ruda__buffer_put(*out);
+	}
+	if (st == RUDA_ERROR_QUOTA)
+		snprintf(why, why_len,
+			 "buffer %llu: %llu bytes would exceed the memory quota (session %llu of %llu, "
+			 "uid %llu of %llu)",
+			 (unsigned long long)handle, (unsigned long long)size,
+			 (unsigned long long)s->bytes, (unsigned long long)s->quota,
+			 (unsigned long long)ruda__session_uid_bytes(s->ctx, s->uid),
+			 (unsigned long long)s->uid_quota);
+	else if (st != RUDA_OK)
+		snprintf(why, why_len, "buffer %llu: allocating %llu bytes failed: %s",
+			 (unsigned long long)handle, (unsigned long long)size, ruda_strerror(st));
+	return st;
+}
+
 static void handle_empty(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Empty *e = req->empty;
 	struct ruda_stream *st = &s->stream;
-	if (buffer_entry(s, e->handle)) {
-		ruda__stream_fail(st, RUDA_ERROR_INVALID_HANDLE,
-				  "buffer %llu: id already in use (request %llu)",
-				  (unsigned long long)e->handle, (unsigned long long)req->id);
+	char why[256];
+	struct ruda_buffer *buffer = NULL;
+	ruda_status status = allocate(s, e->handle, e->size, &buffer, why, sizeof(why));
+	if (e->reply) {
+		/* try_empty: the verdict now, and no failed id left behind */
+		if (status == RUDA_OK && !session_insert_buffer(s, e->handle, buffer, RUDA_OK, NULL))
+			status = RUDA_ERROR_OUT_OF_MEMORY;
+		ruda__session_reply_status(s, req->id, status, "%s", status == RUDA_OK ? "" : why);
 		return;
 	}
-	if (s->buffers.count >= s->ctx->max_handles) {
-		ruda__stream_fail(st, RUDA_ERROR_BUSY, "buffer %llu: more than %u buffers",
-				  (unsigned long long)e->handle, s->ctx->max_handles);
-		return;
-	}
-	struct ruda_session_buffer *b = calloc(1, sizeof(*b));
-	if (!b) {
-		ruda__stream_fail(st, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		return;
-	}
-	ruda_status status = ruda__buffer_create(s->device, e->size, &b->buffer);
 	if (status != RUDA_OK) {
-		char why[160];
-		snprintf(why, sizeof(why), "buffer %llu: allocating %llu bytes failed: %s",
-			 (unsigned long long)e->handle, (unsigned long long)e->size,
-			 ruda_strerror(status));
-		b->error = status;
-		b->error_message = strdup(why);
 		ruda__stream_fail(st, status, "%s", why);
-	} else {
-		s->bytes += b->buffer->allocated;
+		if (status == RUDA_ERROR_INVALID_HANDLE || status == RUDA_ERROR_BUSY)
+			return; /* the existing id stays as it was */
 	}
-	if (ruda__handle_table_insert(&s->buffers, e->handle, b) < 0) {
-		if (b->buffer) {
-			s->bytes -= b->buffer->allocated;
-			ruda__buffer_put(b->buffer);
-		}
-		free(b->error_message);
-		free(b);
+	if (!session_insert_buffer(s, e->handle, buffer, status, why))
 		ruda__stream_fail(st, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-	}
 }
 
 /* Common checks of Write and Read: the buffer, its range and the arena's. */
@@ -394,7 +503,7 @@ static void release_buffer(struct ruda_session *s, uint64_t id)
 		return;
 	}
 	if (b->buffer) {
-		s->bytes -= b->buffer->allocated;
+		ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
 		ruda__buffer_put(b->buffer);
 	}
 	free(b->error_message);
@@ -724,6 +833,118 @@ static void handle_fence(struct ruda_session *s, const Ruda__Request *req)
 	wait_then_reply(s, req->id, WAIT_FENCE, NULL, 0);
 }
 
+/* ---- memory usage ------------------------------------------------------- */
+
+static void handle_memory_usage(struct ruda_session *s, const Ruda__Request *req)
+{
+	Ruda__MemoryUsageReply mu = RUDA__MEMORY_USAGE_REPLY__INIT;
+	mu.allocations = s->buffers.count;
+	mu.bytes_in_use = s->requested;
+	mu.bytes_padding = s->bytes - s->requested;
+	mu.bytes_reserved = s->device->allocator.stats.reserved;
+	mu.quota = s->quota;
+	mu.uid_bytes = ruda__session_uid_bytes(s->ctx, s->uid);
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_MEMORY_USAGE;
+	reply.memory_usage = &mu;
+	ruda__session_reply(s, &reply);
+}
+
+static void handle_memory_cleanup(struct ruda_session *s, const Ruda__Request *req)
+{
+	(void)req;
+	uint64_t freed = ruda__memory_cleanup(&s->device->allocator);
+	if (freed)
+		log_info("session %llu: memory cleanup gave back %llu bytes",
+			 (unsigned long long)s->id, (unsigned long long)freed);
+}
+
+static void handle_memory_compact(struct ruda_session *s, const Ruda__Request *req)
+{
+	/* free ranges coalesce as buffers go; nothing needs moving */
+	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+}
+
+/* ---- profiling and exclusive access -------------------------------------- */
+
+static void handle_profile_start(struct ruda_session *s, const Ruda__Request *req)
+{
+	uint64_t window = req->profile_start->window;
+	if (ruda__handle_table_get(&s->profiles, window)) {
+		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+				  "profile %llu: id already in use", (unsigned long long)window);
+		return;
+	}
+	struct ruda_session_profile *p = malloc(sizeof(*p));
+	if (!p)
+		return; /* ProfileEnd will not find it */
+	p->query_pair = ruda__device_query_pair_get(s->device);
+	p->ended = 0;
+	if (ruda__handle_table_insert(&s->profiles, window, p) < 0) {
+		ruda__device_query_pair_put(s->device, p->query_pair);
+		free(p);
+		return;
+	}
+	if (p->query_pair >= 0)
+		ruda__stream_profile_mark(&s->stream, p->query_pair, 0);
+}
+
+static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
+{
+	uint64_t window = req->profile_end->window;
+	struct ruda_session_profile *p = ruda__handle_table_remove(&s->profiles, window);
+	if (!p) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
+					   "no open profile %llu", (unsigned long long)window);
+		return;
+	}
+	int32_t pair = p->query_pair;
+	free(p);
+	if (pair < 0) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
+					   s->device->timestamps ? "no free timestamp queries"
+								 : "the device has no timestamps");
+		return;
+	}
+	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_PROFILE, NULL, 0);
+	if (!w || ruda__stream_profile_mark(&s->stream, pair, 1) != RUDA_OK) {
+		free(w);
+		ruda__session_profile_release(s, pair);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	w->query_pair = pair;
+	ruda__stream_wait(&s->stream, &w->base);
+}
+
+static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *req)
+{
+	struct ruda_session_profile *p =
+		ruda__handle_table_remove(&s->profiles, req->profile_abandon->window);
+	if (!p)
+		return;
+	ruda__session_profile_release(s, p->query_pair);
+	free(p);
+}
+
+static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
+{
+	/* work queued before the lease goes first */
+	ruda__stream_submit(&s->stream);
+	ruda__session_exclusive_begin(s, req->id, req->exclusive_begin->timeout_ms);
+}
+
+static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *req)
+{
+	ruda__stream_submit(&s->stream);
+	if (ruda__session_exclusive_end(s) < 0)
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "this session holds no exclusive lease (timed out?)");
+	else
+		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+}
+
 static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
 {
 	struct ruda_session_context *ctx = s->ctx;
@@ -745,6 +966,8 @@ static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
 		sr.cache_file_bytes += ctx->devices[i]->stats.cache_file_bytes;
 	}
 	sr.session_bytes = s->bytes;
+	sr.session_gpu_time_ns = s->usage.gpu_time_ns;
+	sr.session_launches = s->usage.launches;
 	sr.session_buffers = s->buffers.count;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
@@ -777,6 +1000,14 @@ static const struct {
 	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats"},
 	[RUDA__REQUEST__BODY_ADMIN] = {ruda__admin_handle, "Admin"},
 	[RUDA__REQUEST__BODY_KERNEL_LOOKUP] = {handle_kernel_lookup, "KernelLookup"},
+	[RUDA__REQUEST__BODY_PROFILE_START] = {handle_profile_start, "ProfileStart"},
+	[RUDA__REQUEST__BODY_PROFILE_END] = {handle_profile_end, "ProfileEnd"},
+	[RUDA__REQUEST__BODY_PROFILE_ABANDON] = {handle_profile_abandon, "ProfileAbandon"},
+	[RUDA__REQUEST__BODY_EXCLUSIVE_BEGIN] = {handle_exclusive_begin, "ExclusiveBegin"},
+	[RUDA__REQUEST__BODY_EXCLUSIVE_END] = {handle_exclusive_end, "ExclusiveEnd"},
+	[RUDA__REQUEST__BODY_MEMORY_USAGE] = {handle_memory_usage, "MemoryUsage"},
+	[RUDA__REQUEST__BODY_MEMORY_CLEANUP] = {handle_memory_cleanup, "MemoryCleanup"},
+	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact"},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)

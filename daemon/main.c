@@ -5,18 +5,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
+#include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "config.h"
 #include "device.h"
 #include "log.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "server.h"
 
 #ifndef RUDA_VERSION
 #define RUDA_VERSION "0.0.0"
 #endif
+
+/* How often systemd hears how busy rudad is (STATUS=), at most. */
+#define STATUS_PERIOD_MS 5000
 
 struct daemon {
 	uv_loop_t *loop;
@@ -25,7 +33,16 @@ struct daemon {
 	struct ruda_pipeline_registry pipelines;
 	struct ruda_pipeline_registry *pipeline_list[1];
 	struct ruda_server server;
-	uv_signal_t sigint, sigterm;
+	struct ruda_config config; /* running: the file, then the command line */
+	struct ruda_config cli;    /* the command line alone, applied on every reload */
+	const char *config_path;
+	bool config_explicit; /* --config: the file must exist */
+	struct ruda_policy policy;
+	uv_signal_t sigint, sigterm, sighup;
+	uv_timer_t service_timer; /* watchdog pings and STATUS= for systemd */
+	bool service_timer_on;
+	uint64_t watchdog_usec;
+	char status[512]; /* the last STATUS= sent */
 	int stopping;
 };
 
@@ -34,47 +51,238 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: rudad [OPTION]...\n"
 		"Share this machine's GPU among many processes.\n\n"
+		"  -c, --config=PATH        configuration file (default " RUDA_CONFIG_PATH ";\n"
+		"                           see rudad.conf(5)); options below override it\n"
+		"      --check-config       check the configuration and exit: 0 if valid,\n"
+		"                           1 with each error as PATH:LINE: message\n"
+		"      --print-config       print the configuration in effect and exit\n"
 		"  -s, --socket=PATH        listen on PATH (default: $RUDA_SOCKET, else\n"
 		"                           /run/ruda/rudad.sock for root, else\n"
-		"                           $XDG_RUNTIME_DIR/ruda/rudad.sock)\n"
+		"                           $XDG_RUNTIME_DIR/ruda/rudad.sock); a socket\n"
+		"                           passed by systemd is used instead\n"
 		"  -d, --device=SEL         Vulkan device: an index, or part of its name\n"
 		"                           (default: the best one; a GPU before a CPU)\n"
 		"      --arena-size=BYTES   shared memory per client (default 64M)\n"
 		"      --max-clients=N      clients connected at once (default 1024)\n"
 		"      --log-level=LEVEL    error, warning, notice, info or debug\n"
+		"      --set=KEY=VALUE      set any key of rudad.conf(5), e.g.\n"
+		"                           --set socket_mode=0666\n"
 		"      --list-devices       print the Vulkan devices and exit\n"
 		"  -h, --help               this help\n"
 		"  -V, --version            the version\n");
 }
 
-/* "64M", "4096", "1G" -> bytes; 0 on error. */
-static uint64_t parse_size(const char *text)
+/* ---- configuration errors ------------------------------------------------ */
+
+static void format_error(char *buf, size_t len, const char *path, unsigned line,
+			 const char *message)
 {
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(text, &end, 10);
-	if (errno || end == text)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': n <<= 10; end++; break;
-	case 'm': case 'M': n <<= 20; end++; break;
-	case 'g': case 'G': n <<= 30; end++; break;
-	default: break;
-	}
-	return *end ? 0 : n;
+	if (path && line)
+		snprintf(buf, len, "%s:%u: %s", path, line, message);
+	else if (path)
+		snprintf(buf, len, "%s: %s", path, message);
+	else
+		snprintf(buf, len, "rudad: %s", message);
 }
 
-static void on_signal(uv_signal_t *signal, int signum)
+/* --check-config and the command line: plain lines on stderr. */
+static void report_stderr(void *data, const char *path, unsigned line, const char *message)
 {
-	struct daemon *d = signal->data;
+	(void)data;
+	char text[768];
+	format_error(text, sizeof(text), path, line, message);
+	fprintf(stderr, "%s\n", text);
+}
+
+/* A running daemon: log lines, so journald keeps them with their priority. */
+static void report_log(void *data, const char *path, unsigned line, const char *message)
+{
+	(void)data;
+	char text[768];
+	format_error(text, sizeof(text), path, line, message);
+	log_error("%s", text);
+}
+
+/* The file, then the command line over it. Returns the number of errors. */
+static int read_config(struct daemon *d, struct ruda_config *out, ruda_config_report_fn *report,
+		       bool *found)
+{
+	ruda__config_init(out);
+	int errors = ruda__config_load(out, d->config_path, d->config_explicit, found, report, NULL);
+	if (!errors && (ruda__config_override(out, &d->cli) < 0 ||
+			ruda__config_resolve(out) == -ENOMEM)) {
+		report(NULL, d->config_path, 0, "out of memory");
+		errors++;
+	}
+	return errors;
+}
+
+/* ---- systemd -------------------------------------------------------------- */
+
+static void notify_status(struct daemon *d, const char *extra)
+{
+	char status[sizeof(d->status)];
+	snprintf(status, sizeof(status), "%u clients, %llu MiB in %llu buffers on %s",
+		 (unsigned)d->server.ctx.sessions.count,
+		 (unsigned long long)(d->device->stats.bytes >> 20),
+		 (unsigned long long)d->device->stats.buffers, d->device->props.deviceName);
+	if (!extra && strcmp(status, d->status) == 0)
+		return;
+	snprintf(d->status, sizeof(d->status), "%s", status);
+	sd_notifyf(0, "%s%sSTATUS=%s", extra ? extra : "", extra ? "\n" : "", status);
+}
+
+static void on_service_timer(uv_timer_t *timer)
+{
+	struct daemon *d = timer->data;
+	/* from the loop thread, so a stuck loop stops the pings */
+	if (d->watchdog_usec)
+		sd_notify(0, "WATCHDOG=1");
+	notify_status(d, NULL);
+}
+
+/* Pings for WatchdogSec= and STATUS= updates, when systemd listens. */
+static void start_service_timer(struct daemon *d)
+{
+	const char *socket = getenv("NOTIFY_SOCKET");
+	if (!socket || !*socket)
+		return;
+	uint64_t usec = 0;
+	if (sd_watchdog_enabled(0, &usec) > 0)
+		d->watchdog_usec = usec;
+	uint64_t period = STATUS_PERIOD_MS;
+	if (d->watchdog_usec && d->watchdog_usec / 2000 < period)
+		period = d->watchdog_usec / 2000 ? d->watchdog_usec / 2000 : 1;
+	uv_timer_init(d->loop, &d->service_timer);
+	d->service_timer.data = d;
+	uv_timer_start(&d->service_timer, on_service_timer, period, period);
+	uv_unref((uv_handle_t *)&d->service_timer);
+	d->service_timer_on = true;
+	if (d->watchdog_usec)
+		log_info("watchdog: pinging systemd every %llu ms", (unsigned long long)period);
+}
+
+/* The socket systemd passed (socket activation): 0 when there is none,
+ * its fd, or -1 after logging why it cannot be used. */
+static int activation_socket(char *path, size_t len)
+{
+	int n = sd_listen_fds(1);
+	if (n < 0) {
+		log_error("cannot read the sockets systemd passed: %s", strerror(-n));
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	if (n > 1) {
+		log_error("systemd passed %d sockets; rudad listens on one (one ListenStream=)", n);
+		return -1;
+	}
+	int fd = SD_LISTEN_FDS_START;
+	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+		log_error("the socket systemd passed is not a listening AF_UNIX stream socket");
+		return -1;
+	}
+	struct sockaddr_un addr = {0};
+	socklen_t alen = sizeof(addr);
+	if (getsockname(fd, (struct sockaddr *)&addr, &alen) == 0 && addr.sun_path[0])
+		snprintf(path, len, "%.*s", (int)sizeof(addr.sun_path), addr.sun_path);
+	else
+		snprintf(path, len, "fd %d", fd);
+	return fd;
+}
+
+/* ---- signals --------------------------------------------------------------- */
+
+static void append_key(char *list, size_t len, const char *name)
+{
+	size_t used = strlen(list);
+	snprintf(list + used, len - used, "%s%s", used ? ", " : "", name);
+}
+
+/* SIGHUP: read the file again; apply what can change while running, keep
+ * the rest (and say so). */
+static void reload(struct daemon *d)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
+		   (unsigned long long)now.tv_sec * 1000000ull +
+			   (unsigned long long)now.tv_nsec / 1000,
+		   d->config_path);
+	struct ruda_config next;
+	bool found;
+	int errors = read_config(d, &next, report_log, &found);
+	if (errors) {
+		log_error("%s: %d error%s; the running configuration stays", d->config_path,
+			  errors, errors == 1 ? "" : "s");
+		ruda__config_finish(&next);
+		notify_status(d, "READY=1");
+		return;
+	}
+	char changed[1024] = "", restart[1024] = "";
+	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++) {
+		enum ruda_config_key key = (enum ruda_config_key)k;
+		if (ruda__config_key_equal(&d->config, &next, key))
+			continue;
+		if (ruda__config_key_reloadable(key)) {
+			append_key(changed, sizeof(changed), ruda__config_key_name(key));
+		} else {
+			append_key(restart, sizeof(restart), ruda__config_key_name(key));
+			/* the running value stays what it really is */
+			if (ruda__config_key_copy(&next, &d->config, key) < 0) {
+				log_error("reload of %s: out of memory; the running configuration "
+					  "stays", d->config_path);
+				ruda__config_finish(&next);
+				notify_status(d, "READY=1");
+				return;
+			}
+		}
+	}
+	if (!ruda__config_quotas_equal(&d->config, &next))
+		append_key(changed, sizeof(changed), "[user]/[group] sections");
+	/* the policy reads d->config, so this swap applies the new rules */
+	ruda__config_finish(&d->config);
+	d->config = next;
+	ruda__log_init(d->config.log_level);
+	d->server.max_clients = d->config.max_clients;
+	d->server.ctx.arena_size = d->config.arena_size;
+	log_notice("reloaded %s%s: %s", d->config_path, found ? "" : " (absent: defaults)",
+		   *changed ? changed : "nothing changed");
+	if (*restart)
+		log_warn("%s: %s changed; a restart applies %s", d->config_path, restart,
+			 strchr(restart, ',') ? "them" : "it");
+	notify_status(d, "READY=1");
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+	struct daemon *d = handle->data;
 	if (d->stopping)
 		return;
+	if (signum == SIGHUP) {
+		reload(d);
+		return;
+	}
 	d->stopping = 1;
 	log_notice("%s: shutting down", strsignal(signum));
+	sd_notify(0, "STOPPING=1\nSTATUS=Shutting down");
 	ruda__server_shutdown(&d->server);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
 	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sighup, NULL);
+	/* libuv put the default actions back: a repeated SIGTERM or a late
+	 * reload must not kill rudad halfway through its shutdown (a second
+	 * Ctrl-C still does) */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	if (d->service_timer_on) {
+		uv_timer_stop(&d->service_timer);
+		uv_close((uv_handle_t *)&d->service_timer, NULL);
+		d->service_timer_on = false;
+	}
 }
+
+/* ---- start-up ---------------------------------------------------------------- */
 
 static int list_devices(void)
 {
@@ -95,59 +303,62 @@ static int list_devices(void)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_ARENA = 256, OPT_MAX_CLIENTS, OPT_LOG_LEVEL, OPT_LIST };
+	enum {
+		OPT_ARENA = 256,
+		OPT_MAX_CLIENTS,
+		OPT_LOG_LEVEL,
+		OPT_LIST,
+		OPT_CHECK,
+		OPT_PRINT,
+		OPT_SET,
+	};
 	static const struct option options[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"check-config", no_argument, NULL, OPT_CHECK},
+		{"print-config", no_argument, NULL, OPT_PRINT},
 		{"socket", required_argument, NULL, 's'},
 		{"device", required_argument, NULL, 'd'},
 		{"arena-size", required_argument, NULL, OPT_ARENA},
 		{"max-clients", required_argument, NULL, OPT_MAX_CLIENTS},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"set", required_argument, NULL, OPT_SET},
 		{"list-devices", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)] = "";
-	const char *device_selector = NULL;
-	struct ruda_server_options so = {
-		.arena_size = 64ull << 20,
-		.max_clients = 1024,
-		.max_output = 1u << 20,
-		.max_handles = 1u << 20,
-	};
-	int log_level = RUDA_LOG_INFO;
-	int c;
-	while ((c = getopt_long(argc, argv, "s:d:hV", options, NULL)) != -1) {
+	static struct daemon d;
+	d.config_path = RUDA_CONFIG_PATH;
+	ruda__config_init(&d.cli);
+	bool check = false, print = false, list = false;
+	int c, bad = 0;
+	while ((c = getopt_long(argc, argv, "c:s:d:hV", options, NULL)) != -1) {
+		const char *key = NULL, *value = optarg;
+		char set[512];
 		switch (c) {
-		case 's':
-			snprintf(socket_path, sizeof(socket_path), "%s", optarg);
+		case 'c':
+			d.config_path = optarg;
+			d.config_explicit = true;
 			break;
-		case 'd':
-			device_selector = optarg;
-			break;
-		case OPT_ARENA:
-			so.arena_size = parse_size(optarg);
-			if (so.arena_size < (1u << 20) || so.arena_size > (4ull << 30)) {
-				fprintf(stderr, "rudad: --arena-size must be 1M..4G\n");
+		case OPT_CHECK: check = true; break;
+		case OPT_PRINT: print = true; break;
+		case 's': key = "socket"; break;
+		case 'd': key = "devices"; break;
+		case OPT_ARENA: key = "arena_size"; break;
+		case OPT_MAX_CLIENTS: key = "max_clients"; break;
+		case OPT_LOG_LEVEL: key = "log_level"; break;
+		case OPT_SET: {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(set)) {
+				fprintf(stderr, "rudad: --set takes KEY=VALUE\n");
 				return 2;
 			}
+			snprintf(set, sizeof(set), "%.*s", (int)(eq - optarg), optarg);
+			key = set;
+			value = eq + 1;
 			break;
-		case OPT_MAX_CLIENTS:
-			so.max_clients = (uint32_t)strtoul(optarg, NULL, 10);
-			if (!so.max_clients) {
-				fprintf(stderr, "rudad: --max-clients must be a positive number\n");
-				return 2;
-			}
-			break;
-		case OPT_LOG_LEVEL:
-			log_level = ruda__log_level_parse(optarg);
-			if (log_level < 0) {
-				fprintf(stderr, "rudad: unknown log level '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_LIST:
-			return list_devices();
+		}
+		case OPT_LIST: list = true; break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -158,23 +369,75 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+		if (key && ruda__config_set(&d.cli, key, value, report_stderr, NULL) < 0)
+			bad = 1;
 	}
+	if (bad)
+		return 2;
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
 	}
-	ruda__log_init(log_level);
-	if (!*socket_path && ruda__default_socket_path(socket_path, sizeof(socket_path)) < 0) {
-		log_error("no socket path: pass --socket, or set RUDA_SOCKET or XDG_RUNTIME_DIR");
+	if (list)
+		return list_devices();
+
+	ruda__log_init(RUDA_LOG_INFO); /* for errors in the file, until it says */
+	bool found;
+	if (read_config(&d, &d.config, check || print ? report_stderr : report_log, &found)) {
+		if (!check && !print)
+			fprintf(stderr, "rudad: %s has errors; not starting\n", d.config_path);
+		ruda__config_finish(&d.config);
+		ruda__config_finish(&d.cli);
 		return 1;
 	}
-	so.socket_path = socket_path;
+	if (check)
+		fprintf(stderr, found ? "%s: ok\n" : "%s: absent; the defaults apply\n",
+			d.config_path);
+	if (print)
+		ruda__config_write(&d.config, stdout);
+	if (check || print) {
+		ruda__config_finish(&d.config);
+		ruda__config_finish(&d.cli);
+		return 0;
+	}
+	ruda__log_init(d.config.log_level);
+	if (found)
+		log_info("configuration: %s", d.config_path);
+
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)] = "";
+	int listen_fd = activation_socket(socket_path, sizeof(socket_path));
+	if (listen_fd < 0)
+		return 1;
+	if (listen_fd > 0 && d.config.socket && strcmp(d.config.socket, socket_path) != 0)
+		log_notice("socket = %s is not used: systemd passed %s", d.config.socket, socket_path);
+	if (!listen_fd) {
+		if (d.config.socket)
+			snprintf(socket_path, sizeof(socket_path), "%s", d.config.socket);
+		else if (ruda__default_socket_path(socket_path, sizeof(socket_path)) < 0) {
+			log_error("no socket path: set socket in %s, pass --socket, or set "
+				  "RUDA_SOCKET or XDG_RUNTIME_DIR", d.config_path);
+			return 1;
+		}
+	}
+	struct ruda_server_options so = {
+		.socket_path = socket_path,
+		.listen_fd = listen_fd,
+		.socket_mode = d.config.socket_mode,
+		.has_socket_group = d.config.socket_group != NULL,
+		.socket_gid = d.config.socket_gid,
+		.policy = &d.policy,
+		.arena_size = d.config.arena_size,
+		.max_clients = d.config.max_clients,
+		.max_output = 1u << 20,
+		.max_handles = 1u << 20,
+	};
+	ruda__policy_init(&d.policy, &d.config);
 	signal(SIGPIPE, SIG_IGN);
 
-	static struct daemon d;
 	d.loop = uv_default_loop();
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
+	const char *device_selector = d.config.devices;
 	int physical = ruda__vulkan_select(&d.vulkan, device_selector);
 	if (physical < 0) {
 		log_error("no Vulkan device %s%s", device_selector ? "matches " : "found",
@@ -196,10 +459,14 @@ int main(int argc, char **argv)
 		goto out_pipelines;
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sigterm);
-	d.sigint.data = d.sigterm.data = &d;
+	uv_signal_init(d.loop, &d.sighup);
+	d.sigint.data = d.sigterm.data = d.sighup.data = &d;
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+	start_service_timer(&d);
 	log_notice("rudad %s ready", RUDA_VERSION);
+	notify_status(&d, "READY=1");
 
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	rc = 0;
@@ -210,5 +477,7 @@ out_device:
 	uv_run(d.loop, UV_RUN_DEFAULT); /* let closed handles finish */
 	ruda__vulkan_finish(&d.vulkan);
 	uv_loop_close(d.loop);
+	ruda__config_finish(&d.config);
+	ruda__config_finish(&d.cli);
 	return rc;
 }

@@ -58,7 +58,11 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 			return;
 		}
 		if (server->ctx.sessions.count >= server->max_clients) {
-			log_warn("refusing a client: %u clients connected already",
+			struct ucred cred = {.pid = 0, .uid = (uid_t)-1};
+			socklen_t len = sizeof(cred);
+			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+			log_warn("refusing a client (uid %u, pid %d): %u clients connected already "
+				 "(max_clients)", (unsigned)cred.uid, (int)cred.pid,
 				 server->max_clients);
 			close(fd);
 			continue;
@@ -85,7 +89,7 @@ static int make_parent_dir(const char *path)
 	return 0;
 }
 
-static int listen_on(const char *path)
+static int listen_on(const char *path, const struct ruda_server_options *o)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(addr.sun_path))
@@ -119,11 +123,40 @@ static int listen_on(const char *path)
 			return err;
 		}
 	}
-	if (listen(fd, 128) < 0) {
+	/* before listen(), so no client can connect under looser permissions */
+	int group_failed = o->has_socket_group && chown(path, (uid_t)-1, o->socket_gid) < 0;
+	if (group_failed || (o->socket_mode && chmod(path, o->socket_mode) < 0)) {
 		err = -errno;
+		log_error("cannot set the %s of %s: %s",
+			  group_failed ? "group (socket_group)" : "mode (socket_mode)", path,
+			  strerror(-err));
+		unlink(path);
 		close(fd);
 		return err;
 	}
+	if (listen(fd, 128) < 0) {
+		err = -errno;
+		unlink(path);
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* An inherited socket (socket activation): it must listen, and rudad's
+ * loop needs it non-blocking. */
+static int adopt(int fd)
+{
+	int accepting = 0;
+	socklen_t len = sizeof(accepting);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) < 0)
+		return -errno;
+	if (!accepting)
+		return -EINVAL;
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
 	return fd;
 }
 
@@ -137,13 +170,18 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	server->socket_path = strdup(o->socket_path);
 	if (!server->socket_path)
 		return -ENOMEM;
-	int fd = listen_on(o->socket_path);
+	int fd = o->listen_fd > 0 ? adopt(o->listen_fd) : listen_on(o->socket_path, o);
 	if (fd < 0) {
-		log_error("cannot listen on %s: %s", o->socket_path, strerror(-fd));
+		if (o->listen_fd > 0)
+			log_error("cannot use the socket passed as fd %d (%s): %s", o->listen_fd,
+				  o->socket_path, strerror(-fd));
+		else
+			log_error("cannot listen on %s: %s", o->socket_path, strerror(-fd));
 		free(server->socket_path);
 		return fd;
 	}
 	server->listen_fd = fd;
+	server->owns_socket = o->listen_fd <= 0;
 	server->ctx = (struct ruda_session_context){
 		.loop = loop,
 		.devices = devices,
@@ -152,6 +190,7 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		.arena_size = o->arena_size,
 		.max_output = o->max_output,
 		.max_handles = o->max_handles,
+		.policy = o->policy,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
 	for (uint32_t i = 0; i < ndevices; i++) {
@@ -166,7 +205,10 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	uv_check_start(&server->tick, on_tick);
 	/* the tick only matters while something else keeps the loop alive */
 	uv_unref((uv_handle_t *)&server->tick);
-	log_notice("listening on %s", o->socket_path);
+	if (server->owns_socket)
+		log_notice("listening on %s", o->socket_path);
+	else
+		log_notice("listening on %s (passed by the service manager)", o->socket_path);
 	return 0;
 }
 
@@ -178,7 +220,9 @@ void ruda__server_shutdown(struct ruda_server *server)
 	uv_close((uv_handle_t *)&server->listen_poll, NULL);
 	close(server->listen_fd);
 	server->listen_fd = -1;
-	unlink(server->socket_path);
+	/* a socket the service manager made stays: it still listens there */
+	if (server->owns_socket)
+		unlink(server->socket_path);
 	ruda__session_context_tick(&server->ctx);
 	struct ruda_session *s;
 	while ((s = ruda__handle_table_pop(&server->ctx.sessions, NULL)))

@@ -2,13 +2,26 @@
 #ifndef RUDA_SERVER_H
 #define RUDA_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "session.h"
 
+struct ruda_policy;
+
 struct ruda_server_options {
 	const char *socket_path;
+	/* a listening socket to use instead of binding (socket activation:
+	 * fds from 3 up); 0: bind socket_path. socket_path then only names it */
+	int listen_fd;
+	/* when binding: permissions of the socket file (0: as the umask makes
+	 * them) and its group (when has_socket_group) */
+	unsigned socket_mode;
+	bool has_socket_group;
+	gid_t socket_gid;
+	const struct ruda_policy *policy; /* borrowed; NULL: everyone may connect */
 	uint64_t arena_size;
 	uint32_t max_clients;
 	size_t max_output;
@@ -19,6 +32,7 @@ struct ruda_server {
 	uv_loop_t *loop;
 	char *socket_path; /* owned */
 	int listen_fd;
+	bool owns_socket; /* created the socket file, so removes it at the end */
 	uv_poll_t listen_poll;
 	uv_check_t tick;
 	uint32_t max_clients;
@@ -26,11 +40,13 @@ struct ruda_server {
 	struct ruda_session_context ctx;
 };
 
-/* Bind and listen on options->socket_path (creating its directory). */
+/* Listen on options->listen_fd, or bind options->socket_path (creating
+ * its directory) with the mode and group asked for. */
 int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		      const struct ruda_server_options *options, struct ruda_device **devices,
 		      struct ruda_pipeline_registry **pipelines, uint32_t ndevices);
-/* Stop listening, remove the socket and close every session. */
+/* Stop listening, remove the socket file if it made it and close every
+ * session. */
 void ruda__server_shutdown(struct ruda_server *server);
 
 /* The default socket path: $RUDA_SOCKET, /run/ruda/rudad.sock for root,

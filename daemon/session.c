@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "device.h"
 #include "buffer.h"
 #include "dispatch.h"
 #include "log.h"
@@ -18,6 +19,8 @@
 static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
 static void process_frames(struct ruda_session *s);
+static void exclusive_forget(struct ruda_session *s);
+static int locked_out(const struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -50,6 +53,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	}
 	ruda__handle_table_init(&s->buffers);
 	ruda__handle_table_init(&s->kernels);
+	ruda__handle_table_init(&s->profiles);
 	ruda__frame_writer_init(&s->out);
 	int err = ruda__frame_reader_init(&s->in);
 	if (!err)
@@ -82,6 +86,11 @@ static void free_after_close(uv_handle_t *handle)
 	free(handle->data);
 }
 
+static void free_after_close_timer(uv_handle_t *handle)
+{
+	free(handle);
+}
+
 void ruda__session_destroy(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
@@ -99,12 +108,21 @@ void ruda__session_destroy(struct ruda_session *s)
 	s->state = RUDA_SESSION_DEAD;
 	if (s->throttled)
 		unthrottle(s);
+	exclusive_forget(s);
+	struct ruda_session_profile *prof;
+	while ((prof = ruda__handle_table_pop(&s->profiles, NULL))) {
+		ruda__session_profile_release(s, prof->query_pair);
+		free(prof);
+	}
+	ruda__handle_table_finish(&s->profiles);
 	if (s->arena)
 		ruda__stream_finish(&s->stream);
 	struct ruda_session_buffer *b;
 	while ((b = ruda__handle_table_pop(&s->buffers, NULL))) {
-		if (b->buffer)
+		if (b->buffer) {
+			ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
 			ruda__buffer_put(b->buffer);
+		}
 		free(b->error_message);
 		free(b);
 	}
@@ -148,7 +166,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 	struct ruda_session **link = &ctx->throttled;
 	while (*link) {
 		struct ruda_session *s = *link;
-		if (ruda__stream_saturated(&s->stream)) {
+		if (ruda__stream_saturated(&s->stream) || locked_out(s)) {
 			link = &s->throttled_next;
 			continue;
 		}
@@ -158,6 +176,186 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 			continue;
 		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
 		process_frames(s); /* those already received come first */
+	}
+}
+
+/* ---- memory accounting ------------------------------------------------- */
+
+uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid)
+{
+	uint64_t *bytes = ruda__handle_table_get(&ctx->uid_bytes, uid);
+	return bytes ? *bytes : 0;
+}
+
+ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	uint64_t *uid_bytes = ruda__handle_table_get(&ctx->uid_bytes, s->uid);
+	uint64_t held = uid_bytes ? *uid_bytes : 0;
+	if ((s->quota && s->bytes + allocated > s->quota) ||
+	    (s->uid_quota && held + allocated > s->uid_quota))
+		return RUDA_ERROR_QUOTA;
+	if (!uid_bytes) {
+		uid_bytes = calloc(1, sizeof(*uid_bytes));
+		if (!uid_bytes || ruda__handle_table_insert(&ctx->uid_bytes, s->uid, uid_bytes) < 0) {
+			free(uid_bytes);
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	*uid_bytes += allocated;
+	s->bytes += allocated;
+	s->requested += requested;
+	return RUDA_OK;
+}
+
+void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
+{
+	uint64_t *uid_bytes = ruda__handle_table_get(&s->ctx->uid_bytes, s->uid);
+	if (uid_bytes) {
+		*uid_bytes -= allocated;
+		if (*uid_bytes == 0)
+			free(ruda__handle_table_remove(&s->ctx->uid_bytes, s->uid));
+	}
+	s->bytes -= allocated;
+	s->requested -= requested;
+}
+
+/* Gives a timestamp pair back once the work that may still write it is
+ * done. */
+struct pair_waiter {
+	struct ruda_waiter base;
+	struct ruda_device *device;
+	int32_t pair;
+};
+
+static void pair_waiter_done(struct ruda_waiter *base, int status)
+{
+	struct pair_waiter *w = (struct pair_waiter *)base;
+	(void)status;
+	ruda__device_query_pair_put(w->device, w->pair);
+	free(w);
+}
+
+void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
+{
+	if (pair < 0)
+		return;
+	struct pair_waiter *w = malloc(sizeof(*w));
+	if (!w)
+		return; /* leaks one pair rather than risk reusing a busy one */
+	w->base.done = pair_waiter_done;
+	w->device = s->device;
+	w->pair = pair;
+	ruda__stream_wait(&s->stream, &w->base);
+}
+
+/* ---- exclusive access ---------------------------------------------------- */
+
+static void exclusive_release(struct ruda_session_context *ctx);
+
+static void on_exclusive_timeout(uv_timer_t *timer)
+{
+	struct ruda_session_context *ctx = timer->data;
+	log_warn("session %llu: exclusive lease timed out", (unsigned long long)ctx->exclusive);
+	exclusive_release(ctx);
+}
+
+static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	uint32_t limit = ctx->max_exclusive_ms ? ctx->max_exclusive_ms : 10000;
+	if (!timeout_ms || timeout_ms > limit)
+		timeout_ms = limit;
+	if (!ctx->exclusive_timer && (ctx->exclusive_timer = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(ctx->loop, ctx->exclusive_timer);
+		ctx->exclusive_timer->data = ctx;
+	}
+	ctx->exclusive = s->id;
+	if (ctx->exclusive_timer)
+		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
+	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
+		 (unsigned long long)s->id, s->uid, s->pid, timeout_ms);
+	ruda__session_reply_status(s, request, RUDA_OK, NULL);
+}
+
+/* The lease ends: the next live waiter gets it, or everyone goes on. */
+static void exclusive_release(struct ruda_session_context *ctx)
+{
+	ctx->exclusive = 0;
+	if (ctx->exclusive_timer)
+		uv_timer_stop(ctx->exclusive_timer);
+	while (ctx->exclusive_waiting && !ctx->exclusive) {
+		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
+		ctx->exclusive_waiting = w->next;
+		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, w->session);
+		if (s && s->state == RUDA_SESSION_READY)
+			exclusive_grant(s, w->request, w->timeout_ms);
+		free(w);
+	}
+	ruda__session_context_resume(ctx);
+}
+
+int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	if (!ctx->exclusive || ctx->exclusive == s->id) {
+		exclusive_grant(s, request, timeout_ms);
+		return 1;
+	}
+	struct ruda_exclusive_wait *w = malloc(sizeof(*w)), **tail = &ctx->exclusive_waiting;
+	if (!w) {
+		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return 0;
+	}
+	*w = (struct ruda_exclusive_wait){.session = s->id, .request = request,
+					  .timeout_ms = timeout_ms};
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = w;
+	return 0;
+}
+
+int ruda__session_exclusive_end(struct ruda_session *s)
+{
+	if (s->ctx->exclusive != s->id)
+		return -ENOENT;
+	exclusive_release(s->ctx);
+	return 0;
+}
+
+/* A session that ends holds no lease and waits for none. */
+static void exclusive_forget(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
+	while (*link) {
+		if ((*link)->session == s->id) {
+			struct ruda_exclusive_wait *w = *link;
+			*link = w->next;
+			free(w);
+		} else {
+			link = &(*link)->next;
+		}
+	}
+	if (ctx->exclusive == s->id)
+		exclusive_release(ctx);
+}
+
+void ruda__session_context_finish(struct ruda_session_context *ctx)
+{
+	uint64_t *bytes;
+	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
+		free(bytes);
+	ruda__handle_table_finish(&ctx->uid_bytes);
+	while (ctx->exclusive_waiting) {
+		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
+		ctx->exclusive_waiting = w->next;
+		free(w);
+	}
+	if (ctx->exclusive_timer) {
+		uv_timer_stop(ctx->exclusive_timer);
+		uv_close((uv_handle_t *)ctx->exclusive_timer, free_after_close_timer);
+		ctx->exclusive_timer = NULL;
 	}
 }
 
@@ -255,10 +453,29 @@ void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_s
 
 /* Run the complete frames buffered, until the stream has as much GPU work
  * in flight as one client may have. */
+/* Another session holds the device alone. */
+static int locked_out(const struct ruda_session *s)
+{
+	return s->ctx->exclusive && s->ctx->exclusive != s->id && s->state == RUDA_SESSION_READY;
+}
+
+static void throttle(struct ruda_session *s)
+{
+	s->throttled = 1;
+	s->throttled_next = s->ctx->throttled;
+	s->ctx->throttled = s;
+	/* still notice a client that goes away */
+	set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
+}
+
 static void process_frames(struct ruda_session *s)
 {
 	struct ruda_frame frame;
 	int r;
+	if (locked_out(s) && !s->throttled) {
+		throttle(s);
+		return;
+	}
 	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
 	       !s->throttled && (r = ruda__frame_reader_next(&s->in, &frame)) != 0) {
 		if (r < 0) {
@@ -266,14 +483,11 @@ static void process_frames(struct ruda_session *s)
 			return;
 		}
 		ruda__dispatch_frame(s, &frame);
-		if (s->state == RUDA_SESSION_READY && ruda__stream_saturated(&s->stream)) {
-			/* backpressure: take no more requests until the GPU catches up,
-			 * but still notice a client that goes away */
-			s->throttled = 1;
-			s->throttled_next = s->ctx->throttled;
-			s->ctx->throttled = s;
-			set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
-		}
+		/* backpressure: take no more requests until the GPU catches up
+		 * (or the session holding the device alone is done) */
+		if (s->state == RUDA_SESSION_READY &&
+		    (ruda__stream_saturated(&s->stream) || locked_out(s)))
+			throttle(s);
 	}
 }
 

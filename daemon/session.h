@@ -20,6 +20,7 @@
 struct ruda_arena;
 struct ruda_buffer;
 struct ruda_pipeline;
+struct ruda_policy;
 struct Ruda__Reply;
 
 /* A buffer id of the session: the buffer, or the error that took its place. */
@@ -27,6 +28,12 @@ struct ruda_session_buffer {
 	struct ruda_buffer *buffer; /* owned reference; NULL when allocation failed */
 	ruda_status error;          /* first failure of work that wrote it */
 	char *error_message;        /* owned */
+};
+
+/* An open profiling window: a pair of device timestamps. */
+struct ruda_session_profile {
+	int32_t query_pair;
+	int ended;
 };
 
 /* A kernel id of the session. */
@@ -44,9 +51,28 @@ struct ruda_session_context {
 	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
 	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */
 	struct ruda_session *throttled; /* not read until their GPU work drains */
+	const struct ruda_policy *policy; /* borrowed; NULL: everyone may connect */
 	uint64_t arena_size;
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
 	uint32_t max_handles;
+	struct ruda_handle_table uid_bytes; /* uid -> uint64_t bytes held */
+	/* the session holding the device alone (rudactl and ExclusiveBegin),
+	 * 0: none; sessions waiting for a lease, in order */
+	uint64_t exclusive;
+	uv_timer_t *exclusive_timer; /* owned; ends a lease that runs too long */
+	uint32_t max_exclusive_ms;
+	struct ruda_exclusive_wait {
+		struct ruda_exclusive_wait *next;
+		uint64_t session, request;
+		uint32_t timeout_ms;
+	} *exclusive_waiting;
+	/* Admin commands that need the server (rudactl drain, shutdown), set by
+	 * whoever owns the server; NULL: the command is refused as unsupported.
+	 * Called on the loop after the admin's reply is queued. */
+	void (*drain)(void *data);    /* stop accepting clients, let current ones finish */
+	void (*shutdown)(void *data); /* as SIGTERM */
+	void *hook_data;
+	int draining; /* drain() has been called */
 };
 
 /* What a session has done, for accounting and rudactl. */
@@ -90,7 +116,11 @@ struct ruda_session {
 	struct ruda_stream stream;
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
+	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
 	uint64_t bytes;                   /* device bytes of its buffers */
+	uint64_t requested;               /* bytes its buffers asked for */
+	uint64_t quota;                   /* limit on `bytes`, 0 = none */
+	uint64_t uid_quota;               /* limit for all sessions of its uid */
 	struct ruda_session_usage usage;
 };
 
@@ -103,6 +133,27 @@ void ruda__session_kill(struct ruda_session *session);
 /* Destroy the sessions killed so far and submit the streams with recorded
  * work (end of a loop iteration). */
 void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Grant the device to session `id` alone (or queue it); see ExclusiveBegin.
+ * Returns 1 when granted now. */
+int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
+				  uint32_t timeout_ms);
+/* End the lease `session` holds; 0, or -ENOENT when it holds none. */
+int ruda__session_exclusive_end(struct ruda_session *session);
+/* Account a buffer of `allocated` device bytes (`requested` asked for) to
+ * the session and its uid; RUDA_ERROR_QUOTA when over a limit (then
+ * nothing is charged). */
+ruda_status ruda__session_charge(struct ruda_session *session, uint64_t allocated,
+				 uint64_t requested);
+void ruda__session_uncharge(struct ruda_session *session, uint64_t allocated,
+			    uint64_t requested);
+/* Bytes held by every session of `uid`. */
+uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid);
+
+/* Give back a profile's timestamp pair once the work that may write it is
+ * done. */
+void ruda__session_profile_release(struct ruda_session *session, int32_t pair);
+/* Release what the context owns (at shutdown). */
+void ruda__session_context_finish(struct ruda_session_context *ctx);
 /* Read again from the sessions whose GPU work has drained (after device
  * progress). */
 void ruda__session_context_resume(struct ruda_session_context *ctx);

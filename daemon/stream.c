@@ -181,6 +181,18 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 	return after_record(s);
 }
 
+ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int end)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	if (end)
+		ruda__device_query_pair_end(s->device, cmd, pair);
+	else
+		ruda__device_query_pair_begin(s->device, cmd, pair);
+	return after_record(s);
+}
+
 ruda_status ruda__stream_submit(struct ruda_stream *s)
 {
 	if (!s->recording)
@@ -195,6 +207,9 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 		aw->request = s->arena_request;
 		ruda__submission_add_waiter(sub, &aw->base);
 	}
+	struct ruda_waiter *account = s->account ? s->account(s->account_data) : NULL;
+	if (account)
+		ruda__submission_add_waiter(sub, account);
 	if (ruda__submission_submit(sub) < 0) {
 		ruda__stream_fail(s, RUDA_ERROR_DEVICE_LOST, "the device refused a submission");
 		return RUDA_ERROR_DEVICE_LOST;

@@ -38,6 +38,11 @@ struct ruda_stream {
 	struct ruda_stream **dirty_list; /* borrowed list head */
 	int dirty;
 
+	/* makes a waiter that accounts each submission's device time to the
+	 * stream's owner (optional) */
+	struct ruda_waiter *(*account)(void *data);
+	void *account_data;
+
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
 };
@@ -67,6 +72,10 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
 				const uint32_t count[3], const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
+
+/* Record the first (end = 0) or second (end = 1) timestamp of a profile's
+ * query pair, after everything recorded before it. */
+ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int end);
 
 /* Submit what is recorded. */
 ruda_status ruda__stream_submit(struct ruda_stream *s);

@@ -42,7 +42,7 @@ struct ruda_client {
 	int reader_active;
 	int broken; /* the connection is gone */
 	struct waiting *waiting;
-	uint64_t next_request, next_handle, next_kernel;
+	uint64_t next_request, next_handle, next_kernel, next_window;
 
 	uint8_t *arena; /* the shared memory, mapped */
 	uint64_t arena_size, data_offset;
@@ -379,7 +379,7 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	ruda__frame_writer_init(&c->out);
-	c->next_request = c->next_handle = c->next_kernel = 1;
+	c->next_request = c->next_handle = c->next_kernel = c->next_window = 1;
 	if (ruda__frame_reader_init(&c->in) < 0) {
 		client_free(c);
 		return RUDA_ERROR_OUT_OF_MEMORY;
@@ -494,6 +494,83 @@ ruda_status ruda_client_empty(ruda_client *c, size_t size, ruda_handle *out)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	pthread_mutex_lock(&c->lock);
 	ruda_status st = queue_empty(c, size, out);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_try_empty(ruda_client *c, size_t size, ruda_handle *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__Empty e = RUDA__EMPTY__INIT;
+	e.size = size;
+	e.reply = 1;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_EMPTY;
+	req.empty = &e;
+	pthread_mutex_lock(&c->lock);
+	e.handle = c->next_handle++;
+	ruda_status st = round_trip(c, &req, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK)
+		*out = (ruda_handle){.id = e.handle, .offset = 0, .size = size};
+	return st;
+}
+
+ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__MemoryUsage m = RUDA__MEMORY_USAGE__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_MEMORY_USAGE;
+	req.memory_usage = &m;
+	Ruda__Reply *reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, &reply, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_MEMORY_USAGE)
+		st = RUDA_ERROR_PROTOCOL;
+	if (st == RUDA_OK)
+		*out = (ruda_memory_usage){
+			.allocations = reply->memory_usage->allocations,
+			.bytes_in_use = reply->memory_usage->bytes_in_use,
+			.bytes_padding = reply->memory_usage->bytes_padding,
+			.bytes_reserved = reply->memory_usage->bytes_reserved,
+			.quota = reply->memory_usage->quota,
+			.uid_bytes = reply->memory_usage->uid_bytes,
+		};
+	if (reply)
+		ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+ruda_status ruda_client_memory_cleanup(ruda_client *c)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__MemoryCleanup m = RUDA__MEMORY_CLEANUP__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_MEMORY_CLEANUP;
+	req.memory_cleanup = &m;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	if (st == RUDA_OK)
+		st = send_queued(c);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_memory_compact(ruda_client *c)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__MemoryCompact m = RUDA__MEMORY_COMPACT__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_MEMORY_COMPACT;
+	req.memory_compact = &m;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, NULL, NULL);
 	pthread_mutex_unlock(&c->lock);
 	return st;
 }
@@ -846,9 +923,124 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 			.compile_time_us = r->compile_time_us,
 			.modules = r->modules,
 			.cache_file_bytes = r->cache_file_bytes,
+			.session_gpu_time_ns = r->session_gpu_time_ns,
+			.session_launches = r->session_launches,
 		};
 	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);
 	return st;
+}
+
+/* ---- profiling and exclusive access ------------------------------------- */
+
+ruda_status ruda_client_profile_start(ruda_client *c, ruda_profile_window *out)
+{
+	if (!c || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ProfileStart p = RUDA__PROFILE_START__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_PROFILE_START;
+	req.profile_start = &p;
+	pthread_mutex_lock(&c->lock);
+	p.window = c->next_window++;
+	ruda_status st = queue(c, &req);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK)
+		*out = p.window;
+	return st;
+}
+
+ruda_status ruda_client_profile_end(ruda_client *c, ruda_profile_window window,
+				    uint64_t *duration_ns)
+{
+	if (!c || !duration_ns)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ProfileEnd p = RUDA__PROFILE_END__INIT;
+	p.window = window;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_PROFILE_END;
+	req.profile_end = &p;
+	Ruda__Reply *reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, &reply, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_PROFILE)
+		st = RUDA_ERROR_PROTOCOL;
+	if (st == RUDA_OK)
+		*duration_ns = reply->profile->duration_ns;
+	if (reply)
+		ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+ruda_status ruda_client_profile_abandon(ruda_client *c, ruda_profile_window window)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ProfileAbandon p = RUDA__PROFILE_ABANDON__INIT;
+	p.window = window;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_PROFILE_ABANDON;
+	req.profile_abandon = &p;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, &req);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_profile(ruda_client *c, void (*task)(void *user), void *user,
+				const char *name, uint64_t *duration_ns)
+{
+	(void)name;
+	if (!task)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_profile_window w;
+	ruda_status st = ruda_client_profile_start(c, &w);
+	if (st != RUDA_OK)
+		return st;
+	task(user);
+	return ruda_client_profile_end(c, w, duration_ns);
+}
+
+static ruda_status simple_round_trip(ruda_client *c, Ruda__Request *req)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, req, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+ruda_status ruda_client_exclusive_begin(ruda_client *c, uint32_t timeout_ms)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ExclusiveBegin e = RUDA__EXCLUSIVE_BEGIN__INIT;
+	e.timeout_ms = timeout_ms;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_EXCLUSIVE_BEGIN;
+	req.exclusive_begin = &e;
+	return simple_round_trip(c, &req);
+}
+
+ruda_status ruda_client_exclusive_end(ruda_client *c)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ExclusiveEnd e = RUDA__EXCLUSIVE_END__INIT;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_EXCLUSIVE_END;
+	req.exclusive_end = &e;
+	return simple_round_trip(c, &req);
+}
+
+ruda_status ruda_client_exclusive(ruda_client *c, void (*task)(void *user), void *user)
+{
+	if (!task)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_status st = ruda_client_exclusive_begin(c, 0);
+	if (st != RUDA_OK)
+		return st;
+	task(user);
+	return ruda_client_exclusive_end(c);
 }

@@ -154,6 +154,31 @@ ruda_status ruda_client_create(ruda_client *client, const void *data, size_t siz
 /* Allocate `size` uninitialised bytes (ErasedClient::empty). */
 ruda_status ruda_client_empty(ruda_client *client, size_t size, ruda_handle *out);
 
+/*
+ * Allocate `size` bytes and say at once whether that worked
+ * (ErasedClient::try_empty): RUDA_ERROR_OUT_OF_MEMORY,
+ * RUDA_ERROR_TOO_LARGE (over one buffer's limit) or RUDA_ERROR_QUOTA (over
+ * this client's or its user's memory quota). No handle is left on failure.
+ */
+ruda_status ruda_client_try_empty(ruda_client *client, size_t size, ruda_handle *out);
+
+/* Allocator accounting (ErasedClient::memory_usage). */
+typedef struct ruda_memory_usage {
+	uint64_t allocations;    /* this client's buffers */
+	uint64_t bytes_in_use;   /* bytes they asked for */
+	uint64_t bytes_padding;  /* reserved for them beyond that */
+	uint64_t bytes_reserved; /* device memory rudad holds, for all clients */
+	uint64_t quota;          /* this client's limit, 0 = none */
+	uint64_t uid_bytes;      /* held by all clients of this user */
+} ruda_memory_usage;
+
+ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
+/* Give back device memory no buffer uses (ErasedClient::memory_cleanup). */
+ruda_status ruda_client_memory_cleanup(ruda_client *client);
+/* ErasedClient::memory_compact: free space coalesces as buffers go, so this
+ * only confirms that. */
+ruda_status ruda_client_memory_compact(ruda_client *client);
+
 /* Copy `size` bytes from `data` into `handle` at byte `offset` of it. */
 ruda_status ruda_client_write(ruda_client *client, ruda_handle handle, uint64_t offset,
 			      const void *data, size_t size);
@@ -237,6 +262,36 @@ ruda_status ruda_client_check(ruda_client *client, const ruda_handle *handles, s
 ruda_status ruda_client_sync_buffers(ruda_client *client, const ruda_handle *handles,
 				     size_t count);
 
+/* ---- profiling and exclusive access ------------------------------------ */
+
+/* A profiling window: device timestamps around the work between its start
+ * and end on the client's stream. */
+typedef uint64_t ruda_profile_window;
+
+/* Open a window (ErasedClient::profile_start). */
+ruda_status ruda_client_profile_start(ruda_client *client, ruda_profile_window *out);
+/* Close it and wait for the device time of the work inside it
+ * (ErasedClient::profile_end). RUDA_ERROR_UNSUPPORTED without timestamps. */
+ruda_status ruda_client_profile_end(ruda_client *client, ruda_profile_window window,
+				    uint64_t *duration_ns);
+/* Forget a window (ErasedClient::profile_abandon). */
+ruda_status ruda_client_profile_abandon(ruda_client *client, ruda_profile_window window);
+/* Run task(user) inside a window (ErasedClient::profile); `name` is for the
+ * caller's logs. */
+ruda_status ruda_client_profile(ruda_client *client, void (*task)(void *user), void *user,
+				const char *name, uint64_t *duration_ns);
+
+/*
+ * Hold the device alone: other clients' requests wait until
+ * ruda_client_exclusive_end, this client's end, or `timeout_ms` (capped by
+ * the daemon; 0 = its limit). Waits until granted.
+ */
+ruda_status ruda_client_exclusive_begin(ruda_client *client, uint32_t timeout_ms);
+/* RUDA_ERROR_INVALID_ARGUMENT when no lease is held (it may have timed out). */
+ruda_status ruda_client_exclusive_end(ruda_client *client);
+/* Run task(user) holding the device alone (ErasedClient::exclusive). */
+ruda_status ruda_client_exclusive(ruda_client *client, void (*task)(void *user), void *user);
+
 /* ---- introspection ---------------------------------------------------- */
 
 typedef struct ruda_daemon_stats {
@@ -252,6 +307,8 @@ typedef struct ruda_daemon_stats {
 	uint64_t compile_time_us;
 	uint64_t modules;          /* distinct SPIR-V modules held */
 	uint64_t cache_file_bytes; /* pipeline cache on disk */
+	uint64_t session_gpu_time_ns; /* device time of this client's work */
+	uint64_t session_launches;
 } ruda_daemon_stats;
 
 /* Counters of the daemon and of this session. */

@@ -1,0 +1,144 @@
+/*
+ * rudad's configuration: /etc/ruda/rudad.conf (see rudad.conf(5)), with
+ * the command line on top. A key = value file; [user X] and [group X]
+ * sections hold per-identity memory quotas.
+ *
+ * Users and groups are resolved to ids while parsing, so a name that does
+ * not exist is reported with its line; a number is taken as an id as is.
+ */
+#ifndef RUDA_CONFIG_H
+#define RUDA_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifndef RUDA_CONFIG_PATH
+#define RUDA_CONFIG_PATH "/etc/ruda/rudad.conf"
+#endif
+
+/* A memory limit that is not one. */
+#define RUDA_UNLIMITED UINT64_MAX
+
+/* The top-level keys, in the order rudad.conf(5) documents them. */
+enum ruda_config_key {
+	RUDA_CONFIG_SOCKET,
+	RUDA_CONFIG_SOCKET_MODE,
+	RUDA_CONFIG_SOCKET_GROUP,
+	RUDA_CONFIG_DEVICES,
+	RUDA_CONFIG_ARENA_SIZE,
+	RUDA_CONFIG_MAX_CLIENTS,
+	RUDA_CONFIG_MAX_REQUESTS_IN_FLIGHT,
+	RUDA_CONFIG_SUBMISSION_TIMEOUT_MS,
+	RUDA_CONFIG_LOG_LEVEL,
+	RUDA_CONFIG_CACHE_DIRECTORY,
+	RUDA_CONFIG_ADMIN_GROUP,
+	RUDA_CONFIG_READ_ONLY_VIEWS,
+	RUDA_CONFIG_ALLOWED_USERS,
+	RUDA_CONFIG_ALLOWED_GROUPS,
+	RUDA_CONFIG_UNCHECKED_LAUNCH_USERS,
+	RUDA_CONFIG_UNCHECKED_LAUNCH_GROUPS,
+	RUDA_CONFIG_FORCE_CHECKED_LAUNCHES,
+	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
+	RUDA_CONFIG_MAX_MEMORY_PER_UID,
+	RUDA_CONFIG_NKEYS,
+};
+
+/* uids or gids. */
+struct ruda_id_list {
+	uint32_t *ids; /* owned */
+	size_t count;
+};
+
+/* A [user X] or [group X] section: quotas for one identity. */
+struct ruda_config_quota {
+	bool is_group;
+	uint32_t id;                    /* uid or gid */
+	unsigned line;                  /* of the section header */
+	bool has_max_memory_per_client; /* false: the next rule decides */
+	bool has_max_memory_per_uid;
+	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
+	uint64_t max_memory_per_uid;
+};
+
+struct ruda_config {
+	uint32_t set; /* bit (1u << key): given in the file or on the command line */
+
+	char *socket;       /* owned; NULL: the default path (server.h) */
+	unsigned socket_mode;
+	char *socket_group; /* owned, as written; NULL: rudad's own group */
+	gid_t socket_gid;
+	char *devices;      /* owned; device selector; NULL: the best device */
+	uint64_t arena_size;
+	uint32_t max_clients;
+	uint32_t max_requests_in_flight; /* per client */
+	uint32_t submission_timeout_ms;  /* 0: none */
+	int log_level;                   /* enum ruda_log_level */
+	char *cache_directory;           /* owned; NULL until resolved */
+
+	char *admin_group; /* owned, as written; NULL: root only */
+	gid_t admin_gid;
+	bool read_only_views;
+	struct ruda_id_list allowed_users;  /* both empty: anyone who can open the socket */
+	struct ruda_id_list allowed_groups;
+	struct ruda_id_list unchecked_launch_users;
+	struct ruda_id_list unchecked_launch_groups;
+	bool force_checked_launches;
+
+	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
+	uint64_t max_memory_per_uid;
+	struct ruda_config_quota *quotas; /* owned */
+	size_t nquotas;
+};
+
+/* Receives each error: `path` NULL and `line` 0 for the command line. */
+typedef void ruda_config_report_fn(void *data, const char *path, unsigned line,
+				   const char *message);
+
+/* The defaults, nothing set. */
+void ruda__config_init(struct ruda_config *config);
+void ruda__config_finish(struct ruda_config *config);
+
+/* Parse `text` (`len` bytes, read from `path`) on top of `config`.
+ * Reports every error and returns how many there were. */
+int ruda__config_parse(struct ruda_config *config, const char *path, const char *text,
+		       size_t len, ruda_config_report_fn *report, void *data);
+/* Read and parse the file `path`. A missing file is an error only when
+ * `must_exist`; *found (optional) says whether it was there. */
+int ruda__config_load(struct ruda_config *config, const char *path, bool must_exist,
+		      bool *found, ruda_config_report_fn *report, void *data);
+/* Set one top-level key as the file would ("" sets the default back).
+ * Returns 0 or -1 after reporting why. */
+int ruda__config_set(struct ruda_config *config, const char *key, const char *value,
+		     ruda_config_report_fn *report, void *data);
+/* Copy every key set in `src` over `dst` (command line over file). */
+int ruda__config_override(struct ruda_config *dst, const struct ruda_config *src);
+/* Fill what is derived from the environment (cache_directory). */
+int ruda__config_resolve(struct ruda_config *config);
+
+/* The key's name in the file; -1 from lookup for an unknown name. */
+const char *ruda__config_key_name(enum ruda_config_key key);
+int ruda__config_key_lookup(const char *name);
+/* Whether SIGHUP applies a new value of `key` (else it needs a restart). */
+bool ruda__config_key_reloadable(enum ruda_config_key key);
+/* Whether `key` has the same value in both. */
+bool ruda__config_key_equal(const struct ruda_config *a, const struct ruda_config *b,
+			    enum ruda_config_key key);
+/* Give dst src's value of `key` (its set bit too). Returns 0 or -ENOMEM. */
+int ruda__config_key_copy(struct ruda_config *dst, const struct ruda_config *src,
+			  enum ruda_config_key key);
+/* Whether both have the same [user]/[group] sections. */
+bool ruda__config_quotas_equal(const struct ruda_config *a, const struct ruda_config *b);
+
+/* Write the whole configuration in the file's format. */
+void ruda__config_write(const struct ruda_config *config, FILE *out);
+/* "2G", "512M", "1000", "unlimited" into buf. */
+const char *ruda__config_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* The default cache directory: $CACHE_DIRECTORY (its first entry), else
+ * /var/cache/ruda for root, else $XDG_CACHE_HOME/ruda or ~/.cache/ruda. */
+int ruda__config_default_cache_directory(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,263 @@
+#include "memory.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "log.h"
+
+/* A free range of a shared page, in a list sorted by offset. */
+struct free_range {
+	struct free_range *next;
+	uint64_t offset, size;
+};
+
+struct ruda_memory_page {
+	struct ruda_memory_page *next;
+	VkDeviceMemory memory;
+	uint64_t size;
+	uint64_t used;
+	int dedicated;
+	struct free_range *free;
+};
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
+		      const VkMemoryRequirements *req)
+{
+	memset(m, 0, sizeof(*m));
+	m->device = d;
+	int type = ruda__device_memory_type(d, req->memoryTypeBits,
+					    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+	if (type < 0)
+		type = ruda__device_memory_type(d, req->memoryTypeBits, 0, 0);
+	if (type < 0)
+		return -ENODEV;
+	m->type = (uint32_t)type;
+	/* a binding can start at any allocation: respect both alignments */
+	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	m->alignment = req->alignment > align ? req->alignment : align;
+	if (m->alignment < 256)
+		m->alignment = 256;
+	/* pages of a quarter of the largest binding, 4 MiB to 256 MiB; shared
+	 * up to a quarter page, so one page holds at least four buffers */
+	uint64_t page = d->props.limits.maxStorageBufferRange / 4;
+	if (page > (256u << 20))
+		page = 256u << 20;
+	if (page < (4u << 20))
+		page = 4u << 20;
+	if (page > d->max_allocation_size)
+		page = d->max_allocation_size;
+	m->page_size = page;
+	m->max_shared = page / 4;
+	m->keep_empty = 1;
+	return 0;
+}
+
+static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
+{
+	while (p->free) {
+		struct free_range *r = p->free;
+		p->free = r->next;
+		free(r);
+	}
+	vkFreeMemory(m->device->vk, p->memory, NULL);
+	m->stats.pages--;
+	m->stats.reserved -= p->size;
+	free(p);
+}
+
+void ruda__memory_finish(struct ruda_memory *m)
+{
+	while (m->pages) {
+		struct ruda_memory_page *p = m->pages;
+		m->pages = p->next;
+		page_free(m, p);
+	}
+}
+
+static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated)
+{
+	struct ruda_memory_page *p = calloc(1, sizeof(*p));
+	struct free_range *r = dedicated ? NULL : malloc(sizeof(*r));
+	if (!p || (!dedicated && !r)) {
+		free(p);
+		free(r);
+		return NULL;
+	}
+	VkMemoryAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.allocationSize = size,
+		.memoryTypeIndex = m->type,
+	};
+	if (vkAllocateMemory(m->device->vk, &info, NULL, &p->memory) != VK_SUCCESS) {
+		free(p);
+		free(r);
+		return NULL;
+	}
+	p->size = size;
+	p->dedicated = dedicated;
+	if (r) {
+		*r = (struct free_range){.offset = 0, .size = size};
+		p->free = r;
+	}
+	p->next = m->pages;
+	m->pages = p;
+	m->stats.pages++;
+	m->stats.reserved += size;
+	if (!dedicated)
+		m->stats.empty_pages++;
+	return p;
+}
+
+/* First fit in one page; 0 and *offset set, or -1. */
+static int page_take(struct ruda_memory_page *p, uint64_t size, uint64_t align, uint64_t *offset)
+{
+	for (struct free_range **link = &p->free; *link; link = &(*link)->next) {
+		struct free_range *r = *link;
+		uint64_t start = align_up(r->offset, align);
+		if (start + size > r->offset + r->size)
+			continue;
+		uint64_t end = start + size, range_end = r->offset + r->size;
+		if (start > r->offset && end < range_end) {
+			/* split: keep the head here, add the tail after it */
+			struct free_range *tail = malloc(sizeof(*tail));
+			if (!tail)
+				return -1;
+			*tail = (struct free_range){.next = r->next, .offset = end,
+						    .size = range_end - end};
+			r->size = start - r->offset;
+			r->next = tail;
+		} else if (start > r->offset) {
+			r->size = start - r->offset;
+		} else if (end < range_end) {
+			r->offset = end;
+			r->size = range_end - end;
+		} else {
+			*link = r->next;
+			free(r);
+		}
+		*offset = start;
+		return 0;
+	}
+	return -1;
+}
+
+/* Give [offset, offset + size) back, merging with its neighbours. */
+static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
+{
+	struct free_range **link = &p->free, *prev = NULL;
+	while (*link && (*link)->offset < offset) {
+		prev = *link;
+		link = &(*link)->next;
+	}
+	struct free_range *next = *link;
+	if (prev && prev->offset + prev->size == offset) {
+		prev->size += size;
+		if (next && prev->offset + prev->size == next->offset) {
+			prev->size += next->size;
+			prev->next = next->next;
+			free(next);
+		}
+		return 0;
+	}
+	if (next && offset + size == next->offset) {
+		next->offset = offset;
+		next->size += size;
+		return 0;
+	}
+	struct free_range *r = malloc(sizeof(*r));
+	if (!r)
+		return -1; /* the range is lost until the page is freed */
+	*r = (struct free_range){.next = next, .offset = offset, .size = size};
+	*link = r;
+	return 0;
+}
+
+ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+			       struct ruda_allocation *out)
+{
+	if (size > m->device->max_allocation_size)
+		return RUDA_ERROR_TOO_LARGE;
+	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
+	uint64_t reserved = align_up(size ? size : 1, m->alignment);
+	struct ruda_memory_page *p;
+	uint64_t offset = 0;
+	if (reserved > m->max_shared) {
+		p = page_new(m, reserved, 1);
+		if (!p)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		for (p = m->pages; p; p = p->next)
+			if (!p->dedicated && p->size - p->used >= reserved &&
+			    page_take(p, reserved, align, &offset) == 0)
+				break;
+		if (!p) {
+			p = page_new(m, m->page_size, 0);
+			if (!p || page_take(p, reserved, align, &offset) < 0)
+				return RUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (p->used == 0)
+			m->stats.empty_pages--;
+	}
+	p->used += reserved;
+	m->stats.in_use += reserved;
+	m->stats.allocations++;
+	*out = (struct ruda_allocation){.page = p, .memory = p->memory, .offset = offset,
+					.size = reserved};
+	return RUDA_OK;
+}
+
+static void unlink_page(struct ruda_memory *m, struct ruda_memory_page *p)
+{
+	struct ruda_memory_page **link = &m->pages;
+	while (*link != p)
+		link = &(*link)->next;
+	*link = p->next;
+}
+
+void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
+{
+	struct ruda_memory_page *p = a->page;
+	p->used -= a->size;
+	m->stats.in_use -= a->size;
+	m->stats.allocations--;
+	if (p->dedicated) {
+		unlink_page(m, p);
+		page_free(m, p);
+		return;
+	}
+	page_give(p, a->offset, a->size);
+	if (p->used)
+		return;
+	m->stats.empty_pages++;
+	/* keep a few empty pages for the next buffers; give back the rest */
+	if (m->stats.empty_pages > m->keep_empty) {
+		m->stats.empty_pages--;
+		unlink_page(m, p);
+		page_free(m, p);
+	}
+}
+
+uint64_t ruda__memory_cleanup(struct ruda_memory *m)
+{
+	uint64_t freed = 0;
+	struct ruda_memory_page **link = &m->pages;
+	while (*link) {
+		struct ruda_memory_page *p = *link;
+		if (!p->dedicated && p->used == 0) {
+			*link = p->next;
+			freed += p->size;
+			m->stats.empty_pages--;
+			page_free(m, p);
+		} else {
+			link = &p->next;
+		}
+	}
+	return freed;
+}

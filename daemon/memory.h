@@ -1,0 +1,59 @@
+/*
+ * Device memory for buffers: small and mid-sized buffers are sub-allocated
+ * from large VkDeviceMemory pages (first fit, coalescing free lists), large
+ * ones get memory of their own. docs/memory.md gives the policy and its
+ * numbers.
+ */
+#ifndef RUDA_MEMORY_H
+#define RUDA_MEMORY_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include <ruda/ruda.h>
+
+struct ruda_device;
+struct ruda_memory_page;
+
+/* Where a buffer's bytes live. */
+struct ruda_allocation {
+	struct ruda_memory_page *page; /* borrowed */
+	VkDeviceMemory memory;
+	uint64_t offset, size; /* size: what was reserved (aligned) */
+};
+
+struct ruda_memory_stats {
+	uint64_t pages;           /* pages held, shared and dedicated */
+	uint64_t reserved;        /* bytes of device memory held */
+	uint64_t in_use;          /* bytes handed to buffers */
+	uint64_t allocations;     /* buffers living */
+	uint64_t empty_pages;     /* shared pages with nothing in them */
+};
+
+struct ruda_memory {
+	struct ruda_device *device; /* borrowed */
+	uint32_t type;              /* memory type of every page */
+	uint64_t alignment;         /* of every allocation */
+	uint64_t page_size;         /* of shared pages */
+	uint64_t max_shared;        /* larger allocations get their own page */
+	uint32_t keep_empty;        /* empty shared pages kept for reuse */
+	struct ruda_memory_page *pages;
+	struct ruda_memory_stats stats;
+};
+
+/* Set up for `device`, whose buffers need `requirements` (from a probe
+ * buffer). */
+int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
+		      const VkMemoryRequirements *requirements);
+/* Frees every page; all allocations must be gone. */
+void ruda__memory_finish(struct ruda_memory *m);
+
+/* RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. */
+ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+			       struct ruda_allocation *out);
+void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a);
+
+/* Free every empty shared page; returns the bytes given back. */
+uint64_t ruda__memory_cleanup(struct ruda_memory *m);
+
+#endif

@@ -1,0 +1,213 @@
+/* Execution through rudad: accounting, profiling, exclusive access and
+ * bounds-checked launches, with several clients. */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct test_daemon daemon_;
+static ruda_client *client;
+
+static void setup(void)
+{
+	test_daemon_start(&daemon_, NULL);
+	client = test_connect(&daemon_, "test_execution");
+}
+
+static void teardown(void)
+{
+	ruda_client_close(client);
+	test_daemon_stop(&daemon_);
+}
+
+/* Fill `words` words of a new buffer `launches` times. */
+static ruda_handle busy_work(ruda_client *c, uint32_t words, int launches)
+{
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, words * 4ull, &h), RUDA_OK);
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	for (int i = 0; i < launches; i++) {
+		uint32_t push[2] = {(uint32_t)i, words};
+		ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){16, 1, 1}, &h, 1, push, 8),
+				 RUDA_OK);
+	}
+	return h;
+}
+
+START_TEST(gpu_time_is_accounted)
+{
+	ruda_daemon_stats before, after;
+	ck_assert_int_eq(ruda_client_daemon_stats(client, &before), RUDA_OK);
+	ck_assert_uint_eq(before.session_gpu_time_ns, 0);
+	busy_work(client, 1u << 20, 20);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_daemon_stats(client, &after), RUDA_OK);
+	ck_assert_uint_eq(after.session_launches, 20);
+	ck_assert_uint_gt(after.session_gpu_time_ns, 0);
+	/* another client's counters are its own */
+	ruda_client *other = test_connect(&daemon_, "idle");
+	ruda_daemon_stats idle;
+	ck_assert_int_eq(ruda_client_daemon_stats(other, &idle), RUDA_OK);
+	ck_assert_uint_eq(idle.session_gpu_time_ns, 0);
+	ck_assert_uint_eq(idle.session_launches, 0);
+	ruda_client_close(other);
+}
+END_TEST
+
+START_TEST(profile_windows)
+{
+	ruda_profile_window w;
+	uint64_t empty_ns = 0, busy_ns = 0;
+	ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
+	ck_assert_int_eq(ruda_client_profile_end(client, w, &empty_ns), RUDA_OK);
+	ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
+	busy_work(client, 4u << 20, 10);
+	ck_assert_int_eq(ruda_client_profile_end(client, w, &busy_ns), RUDA_OK);
+	ck_assert_uint_gt(busy_ns, 0);
+	ck_assert_uint_gt(busy_ns, empty_ns); /* 160 MiB written takes longer than nothing */
+	/* an abandoned or unknown window cannot be ended */
+	ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
+	ck_assert_int_eq(ruda_client_profile_abandon(client, w), RUDA_OK);
+	ck_assert_int_eq(ruda_client_profile_end(client, w, &busy_ns), RUDA_ERROR_INVALID_HANDLE);
+	ck_assert_int_eq(ruda_client_profile_end(client, 12345, &busy_ns),
+			 RUDA_ERROR_INVALID_HANDLE);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+}
+END_TEST
+
+struct waiter_arg {
+	ruda_client *client;
+	atomic_int *lease_over;
+	int saw_lease_over;
+	ruda_status status;
+};
+
+static void *sync_other(void *p)
+{
+	struct waiter_arg *a = p;
+	a->status = ruda_client_sync(a->client);
+	a->saw_lease_over = atomic_load(a->lease_over);
+	return NULL;
+}
+
+/* While one client holds the device alone, another's requests wait. */
+START_TEST(exclusive_blocks_others)
+{
+	ruda_client *other = test_connect(&daemon_, "waits");
+	atomic_int lease_over = 0;
+	ck_assert_int_eq(ruda_client_exclusive_begin(client, 5000), RUDA_OK);
+	struct waiter_arg a = {.client = other, .lease_over = &lease_over};
+	pthread_t t;
+	pthread_create(&t, NULL, sync_other, &a);
+	usleep(300 * 1000); /* give the other client every chance to get ahead */
+	busy_work(client, 1024, 3);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	atomic_store(&lease_over, 1);
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_OK);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(a.status, RUDA_OK);
+	ck_assert_msg(a.saw_lease_over, "the other client's sync finished during the lease");
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_client_close(other);
+}
+END_TEST
+
+START_TEST(exclusive_times_out)
+{
+	ck_assert_int_eq(ruda_client_exclusive_begin(client, 200), RUDA_OK);
+	ruda_client *other = test_connect(&daemon_, "outlasts");
+	ck_assert_int_eq(ruda_client_sync(other), RUDA_OK); /* after the 200 ms lease */
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_client_close(other);
+}
+END_TEST
+
+/* A holder that dies frees the device for everyone else. */
+START_TEST(exclusive_holder_killed)
+{
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		ruda_connect_options o = {.socket_path = daemon_.socket_path};
+		ruda_client *c;
+		if (ruda_client_connect(&o, &c) != RUDA_OK ||
+		    ruda_client_exclusive_begin(c, 60000) != RUDA_OK)
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]); /* a child that dies early reads as end of file */
+	char x;
+	ck_assert_int_eq(read(ready[0], &x, 1), 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK); /* not 60 s later */
+	busy_work(client, 256, 1);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	close(ready[0]);
+}
+END_TEST
+
+/* A kernel writing far past its binding cannot touch another client's
+ * buffer (or anything else). */
+START_TEST(out_of_bounds_write_is_contained)
+{
+	ruda_client *victim = test_connect(&daemon_, "victim");
+	enum { WORDS = 4096 };
+	static uint32_t pattern[WORDS], back[WORDS];
+	for (int i = 0; i < WORDS; i++)
+		pattern[i] = 0x5a5a0000u + (uint32_t)i;
+	ruda_handle mine, theirs[8];
+	uint32_t zeros[64] = {0};
+	ck_assert_int_eq(ruda_client_create(client, zeros, sizeof(zeros), &mine), RUDA_OK);
+	/* neighbours allocated right after, in the other session */
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(ruda_client_create(victim, pattern, sizeof(pattern), &theirs[i]),
+				 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(victim), RUDA_OK);
+	ruda_kernel oob = test_register(client, "tests/shaders/oob_write", 1, 12);
+	uint32_t push[3] = {0, 1u << 22, 0xdeadbeef}; /* 16 MiB of writes from index 0 */
+	ck_assert_int_eq(ruda_client_launch(client, oob, (ruda_count){65535, 1, 1}, &mine, 1, push,
+					    sizeof(push)),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(client, mine, zeros), RUDA_OK);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(zeros[i], 0xdeadbeef);
+	for (int b = 0; b < 8; b++) {
+		ck_assert_int_eq(ruda_client_read_one(victim, theirs[b], back), RUDA_OK);
+		ck_assert_msg(memcmp(back, pattern, sizeof(back)) == 0,
+			      "the other client's buffer %d changed", b);
+	}
+	ruda_client_close(victim);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("execution");
+	TCase *tc = tcase_create("execution");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, gpu_time_is_accounted);
+	tcase_add_test(tc, profile_windows);
+	tcase_add_test(tc, exclusive_blocks_others);
+	tcase_add_test(tc, exclusive_times_out);
+	tcase_add_test(tc, exclusive_holder_killed);
+	tcase_add_test(tc, out_of_bounds_write_is_contained);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,170 @@
+/* Memory through rudad: pooled allocation, try_empty, accounting, clean-up
+ * after killed clients. */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct test_daemon daemon_;
+static ruda_client *client;
+
+static void setup(void)
+{
+	test_daemon_start(&daemon_, NULL);
+	client = test_connect(&daemon_, "test_memory");
+}
+
+static void teardown(void)
+{
+	ruda_client_close(client);
+	test_daemon_stop(&daemon_);
+}
+
+START_TEST(try_empty_verdicts)
+{
+	ruda_device_properties p;
+	ruda_client_properties(client, &p);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_try_empty(client, p.max_buffer_size + 1, &h),
+			 RUDA_ERROR_TOO_LARGE);
+	char why[256];
+	ruda_client_last_error(client, why, sizeof(why));
+	ck_assert_ptr_nonnull(strstr(why, "allocating"));
+	/* a refused try leaves nothing behind, and no asynchronous error */
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ruda_memory_usage u;
+	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
+	ck_assert_uint_eq(u.allocations, 0);
+	ck_assert_int_eq(ruda_client_try_empty(client, 4096, &h), RUDA_OK);
+	ck_assert_uint_eq(h.size, 4096);
+	uint8_t data[4096], back[4096];
+	test_fill_random(data, sizeof(data), 3);
+	ck_assert_int_eq(ruda_client_write(client, h, 0, data, sizeof(data)), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+}
+END_TEST
+
+/* Small buffers share pages: a thousand of them do not take a thousand
+ * device allocations, and their bytes are accounted exactly. */
+START_TEST(small_buffers_share_pages)
+{
+	enum { N = 1000, SIZE = 1000 };
+	ruda_handle h[N];
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(ruda_client_empty(client, SIZE, &h[i]), RUDA_OK);
+	ruda_memory_usage u;
+	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
+	ck_assert_uint_eq(u.allocations, N);
+	ck_assert_uint_eq(u.bytes_in_use, (uint64_t)N * SIZE);
+	ck_assert_uint_gt(u.bytes_padding, 0); /* rounded to the alignment */
+	ck_assert_uint_lt(u.bytes_padding, (uint64_t)N * 1024);
+	/* a few pages, not one allocation per buffer */
+	ck_assert_uint_le(u.bytes_reserved, 64u << 20);
+	/* neighbours in one page keep their own bytes */
+	for (int i = 0; i < N; i += 97) {
+		uint8_t data[SIZE], back[SIZE];
+		memset(data, i & 0xff, SIZE);
+		ruda_client_write(client, h[i], 0, data, SIZE);
+		ck_assert_int_eq(ruda_client_read_one(client, h[i], back), RUDA_OK);
+		ck_assert_int_eq(memcmp(data, back, SIZE), 0);
+	}
+	for (int i = 0; i < N; i++)
+		ruda_client_release(client, h[i]);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
+	ck_assert_uint_eq(u.allocations, 0);
+	ck_assert_uint_eq(u.bytes_in_use, 0);
+	ck_assert_uint_eq(u.bytes_padding, 0);
+	ck_assert_int_eq(ruda_client_memory_compact(client), RUDA_OK);
+}
+END_TEST
+
+/* Empty pages are given back by cleanup (after the last one kept). */
+START_TEST(cleanup_gives_pages_back)
+{
+	ruda_memory_usage before, full, after;
+	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
+	ruda_handle h[64];
+	for (int i = 0; i < 64; i++)
+		ruda_client_empty(client, 1 << 20, &h[i]);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
+	ck_assert_uint_ge(full.bytes_reserved, before.bytes_reserved + (64u << 20));
+	for (int i = 0; i < 64; i++)
+		ruda_client_release(client, h[i]);
+	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
+	ck_assert_uint_le(after.bytes_reserved, before.bytes_reserved);
+	/* large buffers have memory of their own, returned on release */
+	ruda_handle big;
+	ruda_client_empty(client, 100u << 20, &big);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
+	ck_assert_uint_ge(full.bytes_reserved, after.bytes_reserved + (100u << 20));
+	ruda_client_release(client, big);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
+	ck_assert_uint_eq(full.bytes_reserved, after.bytes_reserved);
+}
+END_TEST
+
+/* 100 clients that allocate and are killed leave memory and fds as they
+ * were. */
+START_TEST(back_to_baseline_after_kills)
+{
+	ruda_daemon_stats base;
+	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
+	int fds = test_count_fds(daemon_.pid);
+	for (int round = 0; round < 100; round++) {
+		int ready[2];
+		ck_assert_int_eq(pipe(ready), 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			ruda_connect_options o = {.socket_path = daemon_.socket_path};
+			ruda_client *c;
+			if (ruda_client_connect(&o, &c) != RUDA_OK)
+				_exit(1);
+			static uint8_t data[10 * 8192] = {1};
+			ruda_handle h;
+			for (int i = 0; i < 10; i++)
+				ruda_client_create(c, data, 8192 * (size_t)(i + 1), &h);
+			ruda_client_empty(c, 3u << 20, &h);
+			ruda_client_sync(c);
+			if (write(ready[1], "x", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		close(ready[1]); /* a child that dies early reads as end of file */
+		char x;
+		ck_assert_int_eq(read(ready[0], &x, 1), 1);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(ready[0]);
+	}
+	ruda_daemon_stats after = test_wait_for_stats(client, 1, base.device_bytes);
+	ck_assert_uint_eq(after.sessions, 1);
+	ck_assert_uint_eq(after.device_bytes, base.device_bytes);
+	ck_assert_uint_eq(after.device_buffers, base.device_buffers);
+	ck_assert_int_eq(test_count_fds(daemon_.pid), fds);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("memory");
+	TCase *tc = tcase_create("memory");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, try_empty_verdicts);
+	tcase_add_test(tc, small_buffers_share_pages);
+	tcase_add_test(tc, cleanup_gives_pages_back);
+	tcase_add_test(tc, back_to_baseline_after_kills);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

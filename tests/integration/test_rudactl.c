@@ -1,0 +1,1055 @@
+/*
+ * rudactl against a real rudad: every view with clients doing known work
+ * (the numbers must match), kill, cleanup, drain and shutdown, permissions
+ * for a non-admin uid, exit codes, --json validity, metrics, and `top` in a
+ * pseudo-terminal.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define MiB (1024u * 1024u)
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* ---- running rudactl ------------------------------------------------------- */
+
+struct ctl_run {
+	int rc; /* exit status, or -1 if it did not exit */
+	char out[65536];
+	char err[8192];
+};
+
+enum { AS_ROOT, AS_NOBODY };
+
+/*
+ * Run build/rudactl with `args` (NULL-terminated). `socket` NULL: no
+ * --socket (the environment decides); `env_socket` set: RUDA_SOCKET.
+ */
+static void run_ctl_full(struct ctl_run *r, int who, const char *socket, const char *env_socket,
+			 const char *const *args)
+{
+	char ctl[512];
+	snprintf(ctl, sizeof(ctl), "%s", test_build_path("rudactl"));
+	const char *argv[64];
+	int n = 0;
+	if (who == AS_NOBODY) {
+		argv[n++] = "/usr/bin/setpriv";
+		argv[n++] = "--reuid=65534";
+		argv[n++] = "--regid=65534";
+		argv[n++] = "--clear-groups";
+	}
+	argv[n++] = ctl;
+	if (socket) {
+		argv[n++] = "--socket";
+		argv[n++] = socket;
+	}
+	for (int i = 0; args[i] && n < 63; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+
+	int out[2], err[2];
+	ck_assert_int_eq(pipe(out), 0);
+	ck_assert_int_eq(pipe(err), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (env_socket)
+			setenv("RUDA_SOCKET", env_socket, 1);
+		else
+			unsetenv("RUDA_SOCKET");
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, STDIN_FILENO);
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		close(out[0]);
+		close(err[0]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	size_t used[2] = {0, 0};
+	char *bufs[2] = {r->out, r->err};
+	size_t caps[2] = {sizeof(r->out), sizeof(r->err)};
+	struct pollfd p[2] = {{.fd = out[0], .events = POLLIN}, {.fd = err[0], .events = POLLIN}};
+	int open_fds = 2;
+	while (open_fds) {
+		if (poll(p, 2, 20000) <= 0)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			char tmp[4096];
+			ssize_t got = read(p[i].fd, tmp, sizeof(tmp));
+			if (got <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_fds--;
+				continue;
+			}
+			size_t take = (size_t)got;
+			if (used[i] + take >= caps[i])
+				take = caps[i] - used[i] - 1;
+			memcpy(bufs[i] + used[i], tmp, take);
+			used[i] += take;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		bufs[i][used[i]] = '\0';
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* rudactl --socket <daemon's> args... (as root) */
+#define CTL(r, d, ...) run_ctl_full((r), AS_ROOT, (d)->socket_path, NULL, \
+				    (const char *const[]){__VA_ARGS__, NULL})
+#define CTL_NOBODY(r, d, ...) run_ctl_full((r), AS_NOBODY, (d)->socket_path, NULL, \
+					   (const char *const[]){__VA_ARGS__, NULL})
+
+static void expect_ok(const struct ctl_run *r, const char *what)
+{
+	ck_assert_msg(r->rc == 0, "rudactl %s: exit %d\nstdout: %s\nstderr: %s", what, r->rc, r->out,
+		      r->err);
+}
+
+static void expect_in(const char *text, const char *needle)
+{
+	ck_assert_msg(strstr(text, needle) != NULL, "expected \"%s\" in:\n%s", needle, text);
+}
+
+/* ---- a tiny JSON checker ------------------------------------------------------ */
+
+/*
+ * Validates JSON and flattens it into lines "path=value", e.g.
+ * "clients.0.bytes=3145728" or "daemon.version=0.1.0" (strings unquoted,
+ * escapes decoded), so tests can look fields up.
+ */
+struct flat {
+	char *text; /* "\n" path=value "\n" ... */
+	size_t len, cap;
+	const char *p;
+	int ok;
+};
+
+static void flat_put(struct flat *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char line[4096];
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (f->len + (size_t)n + 1 >= f->cap) {
+		f->cap = (f->cap + (size_t)n + 1) * 2;
+		f->text = realloc(f->text, f->cap);
+	}
+	memcpy(f->text + f->len, line, (size_t)n + 1);
+	f->len += (size_t)n;
+}
+
+static void ws(struct flat *f)
+{
+	while (*f->p == ' ' || *f->p == '\n' || *f->p == '\t' || *f->p == '\r')
+		f->p++;
+}
+
+static int parse_string(struct flat *f, char *out, size_t cap)
+{
+	size_t n = 0;
+	if (*f->p != '"')
+		return 0;
+	f->p++;
+	while (*f->p != '"') {
+		unsigned char c = (unsigned char)*f->p;
+		if (c == 0 || c < 0x20)
+			return 0;
+		if (c == '\\') {
+			f->p++;
+			char e = *f->p;
+			if (e == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", f->p[i]) || !f->p[i])
+						return 0;
+				unsigned v = (unsigned)strtoul((char[5]){f->p[1], f->p[2], f->p[3], f->p[4], 0},
+							       NULL, 16);
+				f->p += 4;
+				c = v < 0x80 ? (unsigned char)v : '?';
+			} else if (strchr("\"\\/", e)) {
+				c = (unsigned char)e;
+			} else if (strchr("bfnrt", e)) {
+				c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : '\f';
+			} else {
+				return 0;
+			}
+		}
+		if (n + 1 < cap)
+			out[n++] = (char)c;
+		f->p++;
+	}
+	f->p++;
+	out[n] = '\0';
+	return 1;
+}
+
+static int parse_value(struct flat *f, const char *path, int depth);
+
+static int parse_container(struct flat *f, const char *path, int depth, int object)
+{
+	char close = object ? '}' : ']';
+	f->p++;
+	ws(f);
+	if (*f->p == close) {
+		f->p++;
+		flat_put(f, "%s=%s\n", path, object ? "{}" : "[]");
+		return 1;
+	}
+	for (unsigned i = 0;; i++) {
+		char sub[1024], key[256];
+		ws(f);
+		if (object) {
+			if (!parse_string(f, key, sizeof(key)))
+				return 0;
+			ws(f);
+			if (*f->p++ != ':')
+				return 0;
+			snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
+		} else {
+			snprintf(sub, sizeof(sub), "%s%s%u", path, *path ? "." : "", i);
+		}
+		if (!parse_value(f, sub, depth + 1))
+			return 0;
+		ws(f);
+		if (*f->p == ',') {
+			f->p++;
+			continue;
+		}
+		if (*f->p == close) {
+			f->p++;
+			return 1;
+		}
+		return 0;
+	}
+}
+
+static int parse_value(struct flat *f, const char *path, int depth)
+{
+	if (depth > 32)
+		return 0;
+	ws(f);
+	char c = *f->p;
+	if (c == '{' || c == '[')
+		return parse_container(f, path, depth, c == '{');
+	if (c == '"') {
+		char s[1024];
+		if (!parse_string(f, s, sizeof(s)))
+			return 0;
+		flat_put(f, "%s=%s\n", path, s);
+		return 1;
+	}
+	static const char *const words[] = {"true", "false", "null"};
+	for (int i = 0; i < 3; i++)
+		if (!strncmp(f->p, words[i], strlen(words[i]))) {
+			f->p += strlen(words[i]);
+			flat_put(f, "%s=%s\n", path, words[i]);
+			return 1;
+		}
+	const char *start = f->p;
+	if (*f->p == '-')
+		f->p++;
+	if (*f->p < '0' || *f->p > '9')
+		return 0;
+	if (*f->p == '0' && f->p[1] >= '0' && f->p[1] <= '9')
+		return 0; /* no leading zeros */
+	while (*f->p >= '0' && *f->p <= '9')
+		f->p++;
+	if (*f->p == '.') {
+		f->p++;
+		if (*f->p < '0' || *f->p > '9')
+			return 0;
+		while (*f->p >= '0' && *f->p <= '9')
+			f->p++;
+	}
+	if (*f->p == 'e' || *f->p == 'E') {
+		f->p++;
+		if (*f->p == '+' || *f->p == '-')
+			f->p++;
+		if (*f->p < '0' || *f->p > '9')
+			return 0;
+		while (*f->p >= '0' && *f->p <= '9')
+			f->p++;
+	}
+	flat_put(f, "%s=%.*s\n", path, (int)(f->p - start), start);
+	return 1;
+}
+
+/* Parse `json` or fail the test. */
+static struct flat *json_parse(const char *json)
+{
+	struct flat *f = calloc(1, sizeof(*f));
+	f->p = json;
+	flat_put(f, "\n");
+	f->ok = parse_value(f, "", 0);
+	ws(f);
+	ck_assert_msg(f->ok && *f->p == '\0', "invalid JSON near byte %ld:\n%s",
+		      (long)(f->p - json), json);
+	return f;
+}
+
+static void json_free(struct flat *f)
+{
+	free(f->text);
+	free(f);
+}
+
+/* The value at `path` (static buffer), or NULL. */
+static const char *jget(const struct flat *f, const char *fmt, ...)
+{
+	static char value[1024];
+	char path[512], needle[520];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	snprintf(needle, sizeof(needle), "\n%s=", path);
+	const char *at = strstr(f->text, needle);
+	if (!at)
+		return NULL;
+	at += strlen(needle);
+	const char *end = strchr(at, '\n');
+	snprintf(value, sizeof(value), "%.*s", (int)(end - at), at);
+	return value;
+}
+
+static unsigned long long jnum(const struct flat *f, const char *path)
+{
+	const char *v = jget(f, "%s", path);
+	ck_assert_msg(v != NULL, "no %s in the JSON:%s", path, f->text);
+	return strtoull(v, NULL, 10);
+}
+
+static void jexpect(const struct flat *f, const char *path, const char *want)
+{
+	const char *v = jget(f, "%s", path);
+	ck_assert_msg(v && !strcmp(v, want), "%s: expected %s, got %s", path, want,
+		      v ? v : "(absent)");
+}
+
+/* Index of the element of array `array` whose `name` is `name`, or -1. */
+static int jfind(const struct flat *f, const char *array, const char *name)
+{
+	for (int i = 0; i < 1000; i++) {
+		const char *v = jget(f, "%s.%d.name", array, i);
+		if (!v)
+			return -1;
+		if (!strcmp(v, name))
+			return i;
+	}
+	return -1;
+}
+
+static int jcount(const struct flat *f, const char *array)
+{
+	int n = 0;
+	while (jget(f, "%s.%d.id", array, n))
+		n++;
+	return n;
+}
+
+/* ---- clients doing known work --------------------------------------------------- */
+
+struct workload {
+	ruda_client *alpha, *beta;
+	ruda_handle up, scratch, small;
+	ruda_kernel fill;
+};
+
+#define ALPHA_LAUNCHES 5
+
+/* alpha: 1 MiB uploaded + 2 MiB empty = 3 MiB in 2 buffers, the fill
+ * kernel, 5 launches. beta: 1 MiB empty. */
+static void workload_start(struct workload *w, const struct test_daemon *d)
+{
+	w->alpha = test_connect(d, "alpha");
+	w->beta = test_connect(d, "beta");
+	uint8_t *data = malloc(MiB);
+	test_fill_random(data, MiB, 7);
+	ck_assert_int_eq(ruda_client_create(w->alpha, data, MiB, &w->up), RUDA_OK);
+	free(data);
+	ck_assert_int_eq(ruda_client_empty(w->alpha, 2 * MiB, &w->scratch), RUDA_OK);
+	w->fill = test_register(w->alpha, "fill", 1, 8);
+	for (int i = 0; i < ALPHA_LAUNCHES; i++) {
+		uint32_t push[2] = {(uint32_t)i, 2 * MiB / 4};
+		ck_assert_int_eq(ruda_client_launch(w->alpha, w->fill, (ruda_count){16, 1, 1},
+						    &w->scratch, 1, push, sizeof(push)),
+				 RUDA_OK);
+	}
+	ck_assert_int_eq(ruda_client_sync(w->alpha), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(w->beta, MiB, &w->small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(w->beta), RUDA_OK);
+}
+
+static void workload_stop(struct workload *w)
+{
+	ruda_client_close(w->alpha);
+	ruda_client_close(w->beta);
+}
+
+/* ---- the views ------------------------------------------------------------------- */
+
+START_TEST(clients_view_counts)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	struct workload w;
+	workload_start(&w, &d);
+	struct ctl_run *r = malloc(sizeof(*r));
+
+	CTL(r, &d, "clients", "--json");
+	expect_ok(r, "clients --json");
+	struct flat *j = json_parse(r->out);
+	jexpect(j, "schema_version", "1");
+	jexpect(j, "command", "clients");
+	ck_assert_int_eq(jcount(j, "clients"), 2); /* rudactl leaves itself out */
+	int a = jfind(j, "clients", "alpha"), b = jfind(j, "clients", "beta");
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(b, 0);
+	char p[64];
+#define AT(i, field) (snprintf(p, sizeof(p), "clients.%d.%s", (i), field), p)
+	ck_assert_uint_eq(jnum(j, AT(a, "id")), ruda_client_session_id(w.alpha));
+	ck_assert_uint_eq(jnum(j, AT(a, "bytes")), 3 * MiB);
+	ck_assert_uint_eq(jnum(j, AT(a, "buffers")), 2);
+	ck_assert_uint_eq(jnum(j, AT(a, "launches")), ALPHA_LAUNCHES);
+	ck_assert_uint_eq(jnum(j, AT(a, "bytes_uploaded")), MiB);
+	ck_assert_uint_eq(jnum(j, AT(a, "kernels_registered")), 1);
+	ck_assert_uint_eq(jnum(j, AT(a, "kernels")), 1);
+	ck_assert_uint_eq(jnum(j, AT(a, "streams")), 1);
+	ck_assert_uint_eq(jnum(j, AT(a, "pid")), (unsigned long long)getpid());
+	ck_assert_uint_eq(jnum(j, AT(a, "uid")), getuid());
+	ck_assert_uint_eq(jnum(j, AT(a, "device")), 0);
+	ck_assert_uint_eq(jnum(j, AT(a, "inflight_submissions")), 0);
+	ck_assert_uint_eq(jnum(j, AT(a, "limits.arena_bytes")), 64 * MiB);
+	jexpect(j, AT(a, "limits.quota_bytes"), "null");
+	jexpect(j, AT(a, "state"), "ready");
+	ck_assert_ptr_nonnull(jget(j, "%s", AT(a, "gpu_time_ns")));
+	ck_assert_ptr_nonnull(jget(j, "%s", AT(a, "age_ms")));
+	ck_assert_ptr_nonnull(jget(j, "%s", AT(a, "idle_ms")));
+	ck_assert_uint_eq(jnum(j, AT(b, "bytes")), MiB);
+	ck_assert_uint_eq(jnum(j, AT(b, "buffers")), 1);
+	ck_assert_uint_eq(jnum(j, AT(b, "launches")), 0);
+	ck_assert_uint_eq(jnum(j, AT(b, "bytes_uploaded")), 0);
+	json_free(j);
+
+	CTL(r, &d, "clients");
+	expect_ok(r, "clients");
+	expect_in(r->out, "ID");
+	expect_in(r->out, "GPU TIME");
+	expect_in(r->out, "alpha");
+	expect_in(r->out, "3.0 MiB");
+	expect_in(r->out, "beta");
+	expect_in(r->out, "1.0 MiB");
+	expect_in(r->out, "64.0 MiB");
+	ck_assert_ptr_null(strstr(r->out, "rudactl"));
+
+	free(r);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+START_TEST(status_memory_devices_cache)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	struct workload w;
+	workload_start(&w, &d);
+	/* a name JSON must escape */
+	ruda_client *odd = test_connect(&d, "back\\slash");
+	struct ctl_run *r = malloc(sizeof(*r));
+
+	CTL(r, &d, "status", "--json");
+	expect_ok(r, "status --json");
+	struct flat *j = json_parse(r->out);
+	jexpect(j, "command", "status");
+	jexpect(j, "daemon.version", "0.1.0");
+	jexpect(j, "daemon.socket", d.socket_path);
+	jexpect(j, "daemon.admin", "true");
+	jexpect(j, "daemon.draining", "false");
+	ck_assert_uint_eq(jnum(j, "daemon.clients"), 3);
+	ck_assert_uint_eq(jnum(j, "daemon.pid"), (unsigned long long)d.pid);
+	ck_assert_uint_eq(jnum(j, "daemon.limits.arena_bytes"), 64 * MiB);
+	ck_assert_ptr_nonnull(jget(j, "devices.0.name"));
+	ck_assert_uint_eq(jnum(j, "devices.0.buffer_bytes"), 4 * MiB);
+	ck_assert_uint_eq(jnum(j, "devices.0.buffers"), 3);
+	ck_assert_uint_eq(jnum(j, "devices.0.clients"), 3);
+	ck_assert_uint_eq(jnum(j, "devices.0.arenas"), 3);
+	ck_assert_uint_eq(jnum(j, "devices.0.arena_bytes"), 3 * 64 * MiB);
+	ck_assert_ptr_nonnull(jget(j, "devices.0.busy_percent"));
+	ck_assert_int_eq(jcount(j, "clients"), 3);
+	ck_assert_int_ge(jfind(j, "clients", "alpha"), 0);
+	ck_assert_int_ge(jfind(j, "clients", "back\\slash"), 0);
+	ck_assert_uint_eq(jnum(j, "caches.0.entries"), 1);
+	json_free(j);
+	expect_in(r->out, "\"name\": \"back\\\\slash\"");
+
+	CTL(r, &d, "status");
+	expect_ok(r, "status");
+	expect_in(r->out, "rudad 0.1.0");
+	expect_in(r->out, d.socket_path);
+	expect_in(r->out, "3 connected");
+	expect_in(r->out, "4.0 MiB in 3 buffers");
+	expect_in(r->out, "BUSY");
+
+	CTL(r, &d, "memory", "--json");
+	expect_ok(r, "memory --json");
+	j = json_parse(r->out);
+	jexpect(j, "command", "memory");
+	ck_assert_uint_eq(jnum(j, "devices.0.buffer_bytes"), 4 * MiB);
+	ck_assert_uint_eq(jnum(j, "devices.0.buffers"), 3);
+	ck_assert_uint_eq(jnum(j, "devices.0.arenas"), 3);
+	ck_assert_uint_gt(jnum(j, "devices.0.heaps.0.size_bytes"), 0);
+	/* the allocator holds at least what buffers use, in at least one page */
+	ck_assert_uint_ge(jnum(j, "devices.0.reserved_bytes"), 4 * MiB);
+	ck_assert_uint_eq(jnum(j, "devices.0.reserved_bytes") - jnum(j, "devices.0.free_bytes"),
+			  4 * MiB);
+	ck_assert_uint_ge(jnum(j, "devices.0.pages"), 1);
+	ck_assert_uint_gt(jnum(j, "devices.0.page_size_bytes"), 0);
+	int a = jfind(j, "clients", "alpha");
+	ck_assert_int_ge(a, 0);
+	char p[64];
+	ck_assert_uint_eq(jnum(j, AT(a, "bytes")), 3 * MiB);
+	ck_assert_uint_eq(jnum(j, AT(a, "buffers")), 2);
+	json_free(j);
+
+	CTL(r, &d, "memory");
+	expect_ok(r, "memory");
+	expect_in(r->out, "4.0 MiB in 3 buffers");
+	expect_in(r->out, "192.0 MiB in 3 arenas");
+	expect_in(r->out, "reserved");
+	expect_in(r->out, "alpha");
+	expect_in(r->out, "3.0 MiB");
+
+	CTL(r, &d, "devices", "--json");
+	expect_ok(r, "devices --json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.index"), 0);
+	ck_assert_uint_eq(jnum(j, "devices.0.clients"), 3);
+	ck_assert_uint_gt(jnum(j, "devices.0.limits.max_buffer_bytes"), 0);
+	ck_assert_uint_gt(jnum(j, "devices.0.limits.max_workgroup_count.0"), 0);
+	jexpect(j, "devices.0.host_import", "true");
+	ck_assert_uint_ge(jnum(j, "devices.0.completed"), 1);
+	json_free(j);
+
+	CTL(r, &d, "devices");
+	expect_ok(r, "devices");
+	expect_in(r->out, "device 0:");
+	expect_in(r->out, "heaps");
+	expect_in(r->out, "4.0 MiB in 3 buffers");
+
+	/* a second registration of the same kernel is a cache hit */
+	test_register(w.beta, "fill", 1, 8);
+	CTL(r, &d, "cache", "--json");
+	expect_ok(r, "cache --json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.entries"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.compiled"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.hits"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.misses"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.unused"), 0);
+	jexpect(j, "devices.0.pipelines.0.entry_point", "main");
+	jexpect(j, "devices.0.pipelines.0.state", "ready");
+	ck_assert_uint_eq(jnum(j, "devices.0.pipelines.0.bindings"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.pipelines.0.push_constant_bytes"), 8);
+	ck_assert_uint_eq(jnum(j, "devices.0.pipelines.0.references"), 2);
+	ck_assert_uint_eq(strlen(jget(j, "devices.0.pipelines.0.module_sha256")), 64);
+	json_free(j);
+
+	CTL(r, &d, "cache");
+	expect_ok(r, "cache");
+	expect_in(r->out, "1 hits, 1 misses");
+	expect_in(r->out, "main");
+
+	free(r);
+	ruda_client_close(odd);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+START_TEST(metrics_exposition)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	struct workload w;
+	workload_start(&w, &d);
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "metrics");
+	expect_ok(r, "metrics");
+	char line[256];
+	unsigned long long alpha = (unsigned long long)ruda_client_session_id(w.alpha);
+	expect_in(r->out, "# HELP ruda_clients ");
+	expect_in(r->out, "# TYPE ruda_clients gauge\nruda_clients 2\n");
+	expect_in(r->out, "# TYPE ruda_client_buffer_bytes gauge\n");
+	snprintf(line, sizeof(line),
+		 "\nruda_client_buffer_bytes{client=\"%llu\",name=\"alpha\",uid=\"%u\",device=\"0\"} "
+		 "3145728\n",
+		 alpha, getuid());
+	expect_in(r->out, line);
+	snprintf(line, sizeof(line),
+		 "\nruda_client_launches_total{client=\"%llu\",name=\"alpha\",uid=\"%u\",device=\"0\"} "
+		 "%d\n",
+		 alpha, getuid(), ALPHA_LAUNCHES);
+	expect_in(r->out, line);
+	expect_in(r->out, "# TYPE ruda_client_gpu_seconds_total counter\n");
+	expect_in(r->out, "\nruda_device_buffer_bytes{device=\"0\"} 4194304\n");
+	expect_in(r->out, "\nruda_pipeline_cache_misses_total{device=\"0\"} 1\n");
+	/* every line is a comment or "name{labels} value" */
+	for (char *l = strtok(r->out, "\n"); l; l = strtok(NULL, "\n")) {
+		if (l[0] == '#') {
+			ck_assert_msg(!strncmp(l, "# HELP ruda_", 12) || !strncmp(l, "# TYPE ruda_", 12),
+				      "bad comment: %s", l);
+			continue;
+		}
+		ck_assert_msg(!strncmp(l, "ruda_", 5), "bad sample: %s", l);
+		char *space = strrchr(l, ' ');
+		ck_assert_msg(space != NULL, "no value: %s", l);
+		char *end;
+		strtod(space + 1, &end);
+		ck_assert_msg(*end == '\0' && end != space + 1, "bad value: %s", l);
+	}
+	free(r);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+START_TEST(kill_disconnects_and_frees)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	struct workload w;
+	workload_start(&w, &d);
+	struct ctl_run *r = malloc(sizeof(*r));
+	char id[32];
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)ruda_client_session_id(w.alpha));
+
+	CTL(r, &d, "kill", id);
+	expect_ok(r, "kill");
+	expect_in(r->out, "killed client");
+	expect_in(r->out, "alpha");
+	expect_in(r->out, "3.0 MiB");
+
+	/* gone, and its 3 MiB freed: only beta's 1 MiB is left */
+	ruda_daemon_stats st = test_wait_for_stats(w.beta, 1, MiB);
+	ck_assert_uint_eq(st.sessions, 1);
+	ck_assert_uint_eq(st.device_bytes, MiB);
+	ck_assert_uint_eq(st.device_buffers, 1);
+	ck_assert_int_eq(ruda_client_sync(w.alpha), RUDA_ERROR_DISCONNECTED);
+
+	CTL(r, &d, "clients", "--json");
+	expect_ok(r, "clients --json");
+	struct flat *j = json_parse(r->out);
+	ck_assert_int_eq(jfind(j, "clients", "alpha"), -1);
+	ck_assert_int_ge(jfind(j, "clients", "beta"), 0);
+	json_free(j);
+	CTL(r, &d, "memory", "--json");
+	expect_ok(r, "memory --json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.buffer_bytes"), MiB);
+	json_free(j);
+
+	/* twice, or a client that never was: an error from the daemon */
+	CTL(r, &d, "kill", id);
+	ck_assert_int_eq(r->rc, 1);
+	expect_in(r->err, "is connected");
+	CTL(r, &d, "kill", "99999");
+	ck_assert_int_eq(r->rc, 1);
+	CTL(r, &d, "kill", id, "--json");
+	ck_assert_int_eq(r->rc, 1);
+
+	/* --json on a command */
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)ruda_client_session_id(w.beta));
+	CTL(r, &d, "--json", "kill", id);
+	expect_ok(r, "kill --json");
+	j = json_parse(r->out);
+	jexpect(j, "command", "kill");
+	jexpect(j, "name", "beta");
+	ck_assert_uint_eq(jnum(j, "bytes"), MiB);
+	json_free(j);
+
+	free(r);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+START_TEST(cleanup_drops_unused_pipelines)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *c = test_connect(&d, "cleaner");
+	ruda_kernel k = test_register(c, "fill", 1, 8);
+	test_register(c, "saxpy", 2, 8);
+	ck_assert_int_eq(ruda_client_kernel_release(c, k), RUDA_OK);
+	/* a page that held a buffer, now empty */
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, MiB, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(c, h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "memory", "--json");
+	expect_ok(r, "memory --json");
+	struct flat *m = json_parse(r->out);
+	unsigned long long reserved = jnum(m, "devices.0.reserved_bytes");
+	ck_assert_uint_eq(jnum(m, "devices.0.buffer_bytes"), 0);
+	json_free(m);
+
+	CTL(r, &d, "cache", "--json");
+	expect_ok(r, "cache --json");
+	struct flat *j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.entries"), 2);
+	ck_assert_uint_eq(jnum(j, "devices.0.unused"), 1);
+	json_free(j);
+
+	CTL(r, &d, "cleanup", "--json");
+	expect_ok(r, "cleanup --json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "pipelines_dropped"), 1);
+	unsigned long long freed = jnum(j, "bytes_freed");
+	json_free(j);
+	/* what it freed is what the allocator no longer holds; nothing empty is left */
+	CTL(r, &d, "memory", "--json");
+	m = json_parse(r->out);
+	ck_assert_uint_eq(jnum(m, "devices.0.reserved_bytes"), reserved - freed);
+	ck_assert_uint_eq(jnum(m, "devices.0.empty_pages"), 0);
+	json_free(m);
+
+	CTL(r, &d, "cache", "--json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.entries"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.unused"), 0);
+	json_free(j);
+
+	CTL(r, &d, "cleanup");
+	expect_ok(r, "cleanup");
+	expect_in(r->out, "0 B of device memory freed, 0 unused pipelines dropped");
+	free(r);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* drain and shutdown need the server's hooks; a daemon without them says
+ * so (ERROR_UNSUPPORTED), one with them does it. */
+START_TEST(drain_then_last_client_leaves)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *c = test_connect(&d, "staying");
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "drain");
+	if (r->rc == 1) {
+		expect_in(r->err, "cannot drain");
+		expect_in(r->err, "not supported");
+		ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+		ruda_client_close(c);
+		free(r);
+		test_daemon_stop(&d);
+		return;
+	}
+	expect_ok(r, "drain");
+	expect_in(r->out, "draining");
+	/* no new clients; the one here keeps working */
+	ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "late"};
+	ruda_client *late = NULL;
+	ck_assert_int_ne(ruda_client_connect(&o, &late), RUDA_OK);
+	ck_assert_int_eq(access(d.socket_path, F_OK), -1); /* another rudad may start there */
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, 4096, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	/* once it leaves, rudad exits */
+	ruda_client_close(c);
+	int status = -1;
+	for (int i = 0; i < 200 && waitpid(d.pid, &status, WNOHANG) != d.pid; i++)
+		sleep_ms(50);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "rudad did not exit 0 after draining (status %d)", status);
+	ck_assert_int_eq(access(d.socket_path, F_OK), -1);
+	unlink(d.log_path);
+	rmdir(d.dir);
+	free(r);
+}
+END_TEST
+
+START_TEST(shutdown_stops_daemon)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *c = test_connect(&d, "bystander");
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "shutdown");
+	if (r->rc == 1) {
+		expect_in(r->err, "SIGTERM");
+		ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+		ruda_client_close(c);
+		free(r);
+		test_daemon_stop(&d);
+		return;
+	}
+	expect_ok(r, "shutdown");
+	expect_in(r->out, "shutting down");
+	int status = -1;
+	for (int i = 0; i < 200 && waitpid(d.pid, &status, WNOHANG) != d.pid; i++)
+		sleep_ms(50);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "rudad did not exit 0 after shutdown (status %d)", status);
+	ck_assert_int_eq(access(d.socket_path, F_OK), -1);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_DISCONNECTED);
+	ruda_client_close(c);
+	unlink(d.log_path);
+	rmdir(d.dir);
+	free(r);
+}
+END_TEST
+
+/* ---- permissions ---------------------------------------------------------------------- */
+
+/* Let uid 65534 reach the daemon's socket. */
+static void open_socket_to_all(const struct test_daemon *d)
+{
+	ck_assert_int_eq(chmod(d->dir, 0777), 0);
+	ck_assert_int_eq(chmod(d->socket_path, 0666), 0);
+}
+
+START_TEST(non_admin_refused)
+{
+	struct test_daemon d;
+	const char *const closed[] = {"--set", "read_only_views=false", NULL};
+	test_daemon_start(&d, closed);
+	open_socket_to_all(&d);
+	struct workload w;
+	workload_start(&w, &d);
+	char id[32];
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)ruda_client_session_id(w.alpha));
+	struct ctl_run *r = malloc(sizeof(*r));
+
+	static const char *const commands[] = {"cleanup", "drain", "shutdown"};
+	CTL_NOBODY(r, &d, "kill", id);
+	ck_assert_msg(r->rc == 1, "exit %d: %s", r->rc, r->err);
+	expect_in(r->err, "permission denied");
+	expect_in(r->err, "uid 65534");
+	for (int i = 0; i < 3; i++) {
+		CTL_NOBODY(r, &d, commands[i]);
+		ck_assert_msg(r->rc == 1, "%s: exit %d: %s", commands[i], r->rc, r->err);
+		expect_in(r->err, "permission denied");
+	}
+	/* views are closed too unless read_only_views says otherwise */
+	CTL_NOBODY(r, &d, "clients");
+	ck_assert_int_eq(r->rc, 1);
+	expect_in(r->err, "read_only_views");
+	/* nothing happened: the daemon and alpha are still there */
+	ck_assert(test_daemon_alive(&d));
+	ck_assert_int_eq(ruda_client_sync(w.alpha), RUDA_OK);
+	CTL(r, &d, "clients", "--json");
+	expect_ok(r, "clients --json");
+	struct flat *j = json_parse(r->out);
+	ck_assert_int_ge(jfind(j, "clients", "alpha"), 0);
+	json_free(j);
+	/* and status tells root it may run commands */
+	CTL(r, &d, "status", "--json", "--sample=0");
+	expect_ok(r, "status");
+	j = json_parse(r->out);
+	jexpect(j, "daemon.admin", "true");
+	jexpect(j, "devices.0.busy_percent", "null");
+	json_free(j);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+
+	/* read_only_views = true: views for everyone, commands still not */
+	const char *const open_views[] = {"--set", "read_only_views=true", NULL};
+	test_daemon_start(&d, open_views);
+	open_socket_to_all(&d);
+	workload_start(&w, &d);
+	CTL_NOBODY(r, &d, "clients", "--json");
+	expect_ok(r, "clients --json as nobody");
+	j = json_parse(r->out);
+	ck_assert_int_ge(jfind(j, "clients", "alpha"), 0);
+	json_free(j);
+	CTL_NOBODY(r, &d, "status", "--json");
+	expect_ok(r, "status --json as nobody");
+	j = json_parse(r->out);
+	jexpect(j, "daemon.admin", "false");
+	json_free(j);
+	CTL_NOBODY(r, &d, "kill", id);
+	ck_assert_int_eq(r->rc, 1);
+	expect_in(r->err, "permission denied");
+	free(r);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* ---- usage and connection errors -------------------------------------------------------- */
+
+START_TEST(exit_codes)
+{
+	struct ctl_run *r = malloc(sizeof(*r));
+	const char *missing = "/tmp/ruda-no-such-dir/rudad.sock";
+	run_ctl_full(r, AS_ROOT, missing, NULL, (const char *const[]){"status", NULL});
+	ck_assert_int_eq(r->rc, 3);
+	expect_in(r->err, missing);
+	expect_in(r->err, "No such file or directory");
+	/* the environment's socket, named in the message too */
+	run_ctl_full(r, AS_ROOT, NULL, "/tmp/ruda-no-such-dir/env.sock",
+		     (const char *const[]){"clients", NULL});
+	ck_assert_int_eq(r->rc, 3);
+	expect_in(r->err, "/tmp/ruda-no-such-dir/env.sock");
+
+	static const char *const bad[][4] = {
+		{NULL},
+		{"bogus", NULL},
+		{"kill", NULL},
+		{"kill", "abc", NULL},
+		{"kill", "0", NULL},
+		{"status", "extra", NULL},
+		{"--bogus", "status", NULL},
+		{"top", "--json", NULL},
+		{"metrics", "--json", NULL},
+		{"top", "--interval", "zero", NULL},
+		{"status", "--timeout", NULL},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		run_ctl_full(r, AS_ROOT, missing, NULL, bad[i]);
+		ck_assert_msg(r->rc == 2, "case %zu (%s): exit %d", i, bad[i][0] ? bad[i][0] : "-",
+			      r->rc);
+		expect_in(r->err, "rudactl: ");
+	}
+	run_ctl_full(r, AS_ROOT, missing, NULL, (const char *const[]){"--help", NULL});
+	ck_assert_int_eq(r->rc, 0);
+	expect_in(r->out, "Usage: rudactl");
+	free(r);
+}
+END_TEST
+
+/* ---- top ------------------------------------------------------------------------------- */
+
+START_TEST(top_in_a_terminal)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	struct workload w;
+	workload_start(&w, &d);
+	char ctl[512];
+	snprintf(ctl, sizeof(ctl), "%s", test_build_path("rudactl"));
+	struct winsize ws = {.ws_row = 40, .ws_col = 150};
+	int master;
+	pid_t pid = forkpty(&master, NULL, NULL, &ws);
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("TERM", "xterm", 1);
+		execl(ctl, ctl, "--socket", d.socket_path, "top", "--interval", "0.3", (char *)NULL);
+		_exit(127);
+	}
+	/* one refresh showing both clients, then 'q' */
+	static char screen[1 << 16];
+	size_t used = 0;
+	int seen = 0;
+	for (int waited = 0; waited < 15000 && !seen; waited += 50) {
+		struct pollfd p = {.fd = master, .events = POLLIN};
+		if (poll(&p, 1, 50) > 0) {
+			ssize_t n = read(master, screen + used, sizeof(screen) - used - 1);
+			if (n <= 0)
+				break;
+			used += (size_t)n;
+			screen[used] = '\0';
+		}
+		seen = strstr(screen, "alpha") && strstr(screen, "beta") && strstr(screen, "IDLE");
+	}
+	ck_assert_msg(seen, "top did not show the clients:\n%s", screen);
+	expect_in(screen, "\033[?1049h"); /* the alternate screen */
+	expect_in(screen, "dev 0");
+	expect_in(screen, "GPU TIME");
+	expect_in(screen, "3.0 MiB");
+	ck_assert_int_eq(write(master, "q", 1), 1);
+	int status = -1;
+	for (int tries = 0; tries < 500; tries++) {
+		struct pollfd p = {.fd = master, .events = POLLIN};
+		ssize_t n = 0;
+		if (poll(&p, 1, 10) > 0 && used + 1 < sizeof(screen))
+			n = read(master, screen + used, sizeof(screen) - used - 1);
+		if (n > 0) {
+			used += (size_t)n;
+			screen[used] = '\0';
+		} else {
+			sleep_ms(10); /* the terminal hung up: the child is exiting */
+		}
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+	}
+	if (!WIFEXITED(status))
+		kill(pid, SIGKILL);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "top did not quit on 'q' (status %d); it showed:\n%s", status,
+		      used > 3000 ? screen + used - 3000 : screen);
+	expect_in(screen, "\033[?1049l"); /* and left the terminal as it was */
+	close(master);
+
+	/* batch mode, without a terminal */
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "top", "--iterations", "2", "--interval", "0.1");
+	expect_ok(r, "top --iterations 2");
+	expect_in(r->out, "alpha");
+	ck_assert_ptr_null(strstr(r->out, "\033["));
+	free(r);
+	workload_stop(&w);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("rudactl");
+	TCase *tc = tcase_create("rudactl");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, clients_view_counts);
+	tcase_add_test(tc, status_memory_devices_cache);
+	tcase_add_test(tc, metrics_exposition);
+	tcase_add_test(tc, kill_disconnects_and_frees);
+	tcase_add_test(tc, cleanup_drops_unused_pipelines);
+	tcase_add_test(tc, drain_then_last_client_leaves);
+	tcase_add_test(tc, shutdown_stops_daemon);
+	tcase_add_test(tc, non_admin_refused);
+	tcase_add_test(tc, exit_codes);
+	tcase_add_test(tc, top_in_a_terminal);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
