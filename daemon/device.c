@@ -13,6 +13,8 @@
 /* How long the completion thread sleeps in one vkWaitSemaphores, so it
  * notices a stop request. */
 #define COMPLETION_POLL_NS (100u * 1000u * 1000u)
+/* How often the loop looks for work that stopped making progress. */
+#define WATCHDOG_PERIOD_MS 100u
 /* Timestamp query pairs: submissions in flight and open profiles. */
 #define QUERY_PAIRS 4096u
 
@@ -115,13 +117,6 @@ static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const c
 
 /* ---- completion thread ---------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The device failed (or stopped making progress): fail everything. */
 static void declare_lost(struct ruda_device *d, VkResult r, int status)
 {
@@ -136,15 +131,11 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 static void *completion_main(void *arg)
 {
 	struct ruda_device *d = arg;
-	uint64_t progress_at = now_ns();
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		uint64_t done = atomic_load(&d->completed);
-		if (d->target <= done) {
-			while (!d->stop && d->target <= done)
-				pthread_cond_wait(&d->wake, &d->lock);
-			progress_at = now_ns(); /* the clock runs while work is pending */
-		}
+		while (!d->stop && d->target <= done)
+			pthread_cond_wait(&d->wake, &d->lock);
 		if (d->stop)
 			break;
 		uint64_t want = done + 1;
@@ -160,17 +151,8 @@ static void *completion_main(void *arg)
 		uint64_t value = done;
 		if (r == VK_SUCCESS || r == VK_TIMEOUT)
 			r = vkGetSemaphoreCounterValue(d->vk, d->timeline, &value);
-		uint64_t now = now_ns();
-		int timed_out = 0;
-		if (value > done)
-			progress_at = now;
-		else if (r == VK_TIMEOUT && d->submission_timeout_ns &&
-			 now - progress_at > d->submission_timeout_ns) {
-			r = VK_ERROR_DEVICE_LOST; /* hung: no wait is infinite */
-			timed_out = 1;
-		}
 		if (r != VK_SUCCESS && r != VK_TIMEOUT) {
-			declare_lost(d, r, timed_out ? RUDA_ERROR_TIMEOUT : RUDA_ERROR_DEVICE_LOST);
+			declare_lost(d, r, RUDA_ERROR_DEVICE_LOST);
 			pthread_mutex_lock(&d->lock);
 			/* nothing more will complete; wait to be stopped */
 			while (!d->stop)
@@ -185,6 +167,25 @@ static void *completion_main(void *arg)
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/* On the loop: work in flight that has not advanced for longer than the
+ * limit fails, whatever the driver's waits do (some never time out). */
+static void on_watchdog(uv_timer_t *timer)
+{
+	struct ruda_device *d = timer->data;
+	uint64_t done = atomic_load(&d->completed), now = uv_now(timer->loop);
+	if (done != d->watch_done || !d->inflight || atomic_load(&d->lost)) {
+		d->watch_done = done;
+		d->watch_since = now;
+		return;
+	}
+	if (!d->submission_timeout_ns || (now - d->watch_since) * 1000000u <= d->submission_timeout_ns)
+		return;
+	declare_lost(d, VK_ERROR_DEVICE_LOST, RUDA_ERROR_TIMEOUT);
+	ruda__device_process_completions(d);
+	if (d->on_progress)
+		d->on_progress(d->progress_data);
 }
 
 static void on_async(uv_async_t *async)
@@ -419,15 +420,39 @@ void ruda__device_process_completions(struct ruda_device *d)
 		if (ok)
 			sub->gpu_ns = ruda__device_query_pair_ns(d, sub->query_pair);
 		submission_run_waiters(sub, ok ? RUDA_OK : failure);
-		submission_release_refs(sub);
-		if (ok)
+		if (ok) {
+			submission_release_refs(sub);
 			submission_recycle(sub);
-		else {
-			/* a lost device may still own the command buffer: leak it to
-			 * the pool, which is destroyed with the device */
-			free(sub->refs);
-			free(sub);
+		} else {
+			/* reported failed, but the device may still be running it
+			 * (a timeout): what it uses stays alive until it ends */
+			sub->next = d->zombies;
+			d->zombies = sub;
 		}
+	}
+	/* failed submissions that have since ended after all */
+	struct ruda_submission **link = &d->zombies;
+	while (*link) {
+		struct ruda_submission *sub = *link;
+		if (sub->value > done) {
+			link = &sub->next;
+			continue;
+		}
+		*link = sub->next;
+		submission_release_refs(sub);
+		submission_recycle(sub);
+	}
+}
+
+/* After the device is idle (or gone): free what failed submissions held. */
+static void release_zombies(struct ruda_device *d)
+{
+	while (d->zombies) {
+		struct ruda_submission *sub = d->zombies;
+		d->zombies = sub->next;
+		submission_release_refs(sub);
+		free(sub->refs);
+		free(sub); /* its command buffer goes with the pool */
 	}
 }
 
@@ -665,13 +690,21 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
-	uv_async_init(loop, &d->async, on_async);
-	d->async.data = d;
+	/* the thread touches the async handle only once work is submitted, so
+	 * the handles can follow it (and need no undoing if it fails) */
 	if (pthread_create(&d->thread, NULL, completion_main, d) != 0) {
 		log_error("device %s: cannot start completion thread", d->props.deviceName);
-		uv_close((uv_handle_t *)&d->async, NULL);
+		pthread_mutex_destroy(&d->lock);
+		pthread_cond_destroy(&d->wake);
+		ruda__memory_finish(&d->allocator);
 		goto fail;
 	}
+	uv_async_init(loop, &d->async, on_async);
+	d->async.data = d;
+	uv_timer_init(loop, &d->watchdog);
+	d->watchdog.data = d;
+	uv_timer_start(&d->watchdog, on_watchdog, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS);
+	uv_unref((uv_handle_t *)&d->watchdog);
 	*out = d;
 	return 0;
 
@@ -709,6 +742,7 @@ void ruda__device_destroy(struct ruda_device *d)
 	if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) == VK_SUCCESS)
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
+	release_zombies(d);
 	while (d->spare) {
 		struct ruda_submission *sub = d->spare;
 		d->spare = sub->next;
@@ -725,7 +759,10 @@ void ruda__device_destroy(struct ruda_device *d)
 	vkDestroyDevice(d->vk, NULL);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
-	/* the async handle's memory is the device: free both once it is closed */
+	uv_timer_stop(&d->watchdog);
+	uv_close((uv_handle_t *)&d->watchdog, NULL);
+	/* the async handle's memory is the device: free both once it is closed
+	 * (after the watchdog's, which closes first) */
 	d->async.data = d;
 	uv_close((uv_handle_t *)&d->async, free_after_close);
 }

@@ -72,6 +72,7 @@ struct ruda_device {
 	struct ruda_submission *inflight, *inflight_tail;
 	size_t inflight_count;
 	struct ruda_submission *spare; /* completed submissions, for reuse */
+	struct ruda_submission *zombies; /* failed (lost, timed out) but maybe running */
 
 	/* completion thread: waits for `target` and publishes `completed` */
 	pthread_t thread;
@@ -83,6 +84,8 @@ struct ruda_device {
 	_Atomic int lost;        /* a VkResult once the device has failed */
 	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
 	uint64_t submission_timeout_ns; /* no progress for this long: failed */
+	uv_timer_t watchdog;            /* loop: looks for work that stopped */
+	uint64_t watch_done, watch_since;
 	uv_async_t async;
 
 	/* timestamp queries, in pairs: one pair per submission or profile */

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "log.h"
 #include "pipeline.h"
+#include "config.h"
 #include "policy.h"
 #include "ruda.pb-c.h"
 #include "session.h"
@@ -290,6 +291,12 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		}
 		log_debug("session %llu (uid %u, pid %d): %s", (unsigned long long)s->id, s->uid,
 			  s->pid, ruda__rights_describe(&rights, described, sizeof(described)));
+		/* fixed for the session's life: a reload applies to new clients */
+		s->quota = rights.max_memory_per_client == RUDA_UNLIMITED
+				   ? 0 : rights.max_memory_per_client;
+		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
+				       ? 0 : rights.max_memory_per_uid;
+		s->unchecked_allowed = rights.unchecked_launch;
 	}
 	if (h->device_index >= ctx->ndevices) {
 		s->state = RUDA_SESSION_CLOSING;
@@ -763,7 +770,11 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 	uint8_t push[256] = {0};
 	char why[256] = "";
 	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
-	if (!k) {
+	if (l->unchecked && !s->unchecked_allowed) {
+		st = RUDA_ERROR_PERMISSION;
+		snprintf(why, sizeof(why),
+			 "rudad's policy does not allow unchecked launches for uid %u", s->uid);
+	} else if (!k) {
 		st = RUDA_ERROR_INVALID_HANDLE;
 		snprintf(why, sizeof(why), "no kernel %llu in this session",
 			 (unsigned long long)l->kernel);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -16,12 +17,16 @@
 #include "device.h"
 #include "log.h"
 #include "pipeline.h"
+#include "pipeline_cache.h"
 #include "policy.h"
 #include "server.h"
 
 #ifndef RUDA_VERSION
 #define RUDA_VERSION "0.0.0"
 #endif
+
+/* How often the pipeline cache is saved when new kernels were compiled. */
+#define CACHE_SAVE_PERIOD_MS 60000u
 
 /* How often systemd hears how busy rudad is (STATUS=), at most. */
 #define STATUS_PERIOD_MS 5000
@@ -38,6 +43,7 @@ struct daemon {
 	const char *config_path;
 	bool config_explicit; /* --config: the file must exist */
 	struct ruda_policy policy;
+	struct ruda_pipeline_cache_saver cache_saver;
 	uv_signal_t sigint, sigterm, sighup;
 	uv_timer_t service_timer; /* watchdog pings and STATUS= for systemd */
 	bool service_timer_on;
@@ -65,6 +71,7 @@ static void usage(FILE *out)
 		"      --arena-size=BYTES   shared memory per client (default 64M)\n"
 		"      --max-clients=N      clients connected at once (default 1024)\n"
 		"      --log-level=LEVEL    error, warning, notice, info or debug\n"
+		"      --cache-dir=DIR      where compiled kernels are kept across restarts\n"
 		"      --set=KEY=VALUE      set any key of rudad.conf(5), e.g.\n"
 		"                           --set socket_mode=0666\n"
 		"      --list-devices       print the Vulkan devices and exit\n"
@@ -282,6 +289,21 @@ static void on_signal(uv_signal_t *handle, int signum)
 	}
 }
 
+/* rudactl shutdown: the same orderly stop as SIGTERM, after the reply. */
+static void admin_shutdown(void *data)
+{
+	(void)data;
+	uv_kill(getpid(), SIGTERM);
+}
+
+/* rudactl drain: no new clients; SIGTERM once the last one has gone. */
+static void admin_drain(void *data)
+{
+	struct daemon *d = data;
+	ruda__server_drain(&d->server);
+	sd_notify(0, "STATUS=Draining: no new clients");
+}
+
 /* ---- start-up ---------------------------------------------------------------- */
 
 static int list_devices(void)
@@ -311,6 +333,7 @@ int main(int argc, char **argv)
 		OPT_CHECK,
 		OPT_PRINT,
 		OPT_SET,
+		OPT_CACHE_DIR,
 	};
 	static const struct option options[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -322,6 +345,7 @@ int main(int argc, char **argv)
 		{"max-clients", required_argument, NULL, OPT_MAX_CLIENTS},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"set", required_argument, NULL, OPT_SET},
+		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
 		{"list-devices", no_argument, NULL, OPT_LIST},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -347,6 +371,7 @@ int main(int argc, char **argv)
 		case OPT_ARENA: key = "arena_size"; break;
 		case OPT_MAX_CLIENTS: key = "max_clients"; break;
 		case OPT_LOG_LEVEL: key = "log_level"; break;
+		case OPT_CACHE_DIR: key = "cache_directory"; break;
 		case OPT_SET: {
 			const char *eq = strchr(optarg, '=');
 			if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(set)) {
@@ -435,6 +460,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	d.loop = uv_default_loop();
+	const char *cache_dir = d.config.cache_directory;
+	if (cache_dir)
+		ruda__pipeline_cache_setup_driver_caches(cache_dir);
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
 	const char *device_selector = d.config.devices;
@@ -450,13 +478,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	uv_unref((uv_handle_t *)&d.device->async);
+	d.device->submission_timeout_ns = (uint64_t)d.config.submission_timeout_ms * 1000000u;
 	log_notice("device 0: %s", d.device->props.deviceName);
 	int rc = 1;
 	if (ruda__pipeline_registry_init(&d.pipelines, d.device, d.loop) < 0)
 		goto out_device;
 	d.pipeline_list[0] = &d.pipelines;
+	if (cache_dir) {
+		ruda__pipeline_cache_load(d.device, cache_dir);
+		ruda__pipeline_cache_saver_init(&d.cache_saver, d.loop, d.device, &d.pipelines,
+						cache_dir, CACHE_SAVE_PERIOD_MS);
+	}
 	if (ruda__server_init(&d.server, d.loop, &so, &d.device, d.pipeline_list, 1) < 0)
 		goto out_pipelines;
+	d.server.ctx.drain = admin_drain;
+	d.server.ctx.shutdown = admin_shutdown;
+	d.server.ctx.hook_data = &d;
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sighup);
@@ -471,6 +508,7 @@ int main(int argc, char **argv)
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	rc = 0;
 out_pipelines:
+	ruda__pipeline_cache_saver_finish(&d.cache_saver);
 	ruda__pipeline_registry_finish(&d.pipelines);
 out_device:
 	ruda__device_destroy(d.device);

@@ -318,7 +318,7 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 	if (key->nspec)
 		memcpy(p->spec, key->spec, key->nspec * sizeof(*p->spec));
 	p->nspec = key->nspec;
-	ruda__sha256(p->spirv, p->spirv_size, p->module_sha);
+	ruda__sha256(p->spirv, key->spirv_size, p->module_sha);
 	p->spirv_size = key->spirv_size;
 	p->binding_count = key->binding_count;
 	p->push_constant_size = key->push_constant_size;

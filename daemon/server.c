@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,12 @@ static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
 	ruda__session_context_tick(&server->ctx);
+	/* drained and the last client gone: stop as on SIGTERM */
+	if (server->ctx.draining && !server->ctx.sessions.count && !server->stop_sent) {
+		server->stop_sent = true;
+		log_notice("drained: the last client has gone");
+		uv_kill(getpid(), SIGTERM);
+	}
 }
 
 static void on_device_progress(void *data)
@@ -212,7 +219,9 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	return 0;
 }
 
-void ruda__server_shutdown(struct ruda_server *server)
+/* Close the listening socket; remove the file we made (one the service
+ * manager made stays: it still listens there). */
+static void stop_listening(struct ruda_server *server)
 {
 	if (server->listen_fd < 0)
 		return;
@@ -220,15 +229,30 @@ void ruda__server_shutdown(struct ruda_server *server)
 	uv_close((uv_handle_t *)&server->listen_poll, NULL);
 	close(server->listen_fd);
 	server->listen_fd = -1;
-	/* a socket the service manager made stays: it still listens there */
 	if (server->owns_socket)
 		unlink(server->socket_path);
+}
+
+void ruda__server_drain(struct ruda_server *server)
+{
+	log_notice("draining: no new clients; stopping once the %zu connected have gone",
+		   server->ctx.sessions.count);
+	stop_listening(server);
+}
+
+void ruda__server_shutdown(struct ruda_server *server)
+{
+	if (server->shut_down)
+		return;
+	server->shut_down = true;
+	stop_listening(server);
 	ruda__session_context_tick(&server->ctx);
 	struct ruda_session *s;
 	while ((s = ruda__handle_table_pop(&server->ctx.sessions, NULL)))
 		ruda__session_destroy(s);
 	ruda__session_context_tick(&server->ctx);
 	ruda__handle_table_finish(&server->ctx.sessions);
+	ruda__session_context_finish(&server->ctx);
 	for (uint32_t i = 0; i < server->ctx.ndevices; i++)
 		server->ctx.devices[i]->on_progress = NULL;
 	uv_check_stop(&server->tick);

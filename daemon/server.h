@@ -37,6 +37,8 @@ struct ruda_server {
 	uv_check_t tick;
 	uint32_t max_clients;
 	uint64_t next_session_id;
+	bool shut_down; /* ruda__server_shutdown has run */
+	bool stop_sent; /* drained: SIGTERM raised once the last client went */
 	struct ruda_session_context ctx;
 };
 
@@ -45,6 +47,9 @@ struct ruda_server {
 int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		      const struct ruda_server_options *options, struct ruda_device **devices,
 		      struct ruda_pipeline_registry **pipelines, uint32_t ndevices);
+/* Stop accepting clients (rudactl drain); once the last one has gone the
+ * daemon stops as on SIGTERM. */
+void ruda__server_drain(struct ruda_server *server);
 /* Stop listening, remove the socket file if it made it and close every
  * session. */
 void ruda__server_shutdown(struct ruda_server *server);

@@ -121,6 +121,7 @@ struct ruda_session {
 	uint64_t requested;               /* bytes its buffers asked for */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
+	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
 	struct ruda_session_usage usage;
 };
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,9 +66,12 @@ void test_daemon_start_at(struct test_daemon *d, const char *socket_path,
 	else
 		snprintf(d->socket_path, sizeof(d->socket_path), "%s/rudad.sock", d->dir);
 	snprintf(d->log_path, sizeof(d->log_path), "%s/rudad.log", d->dir);
+	/* a cache of the test's own, not the system's */
+	char cache_dir[96];
+	snprintf(cache_dir, sizeof(cache_dir), "%s/cache", d->dir);
 	const char *argv[32] = {test_build_path("rudad"), "--socket", d->socket_path,
-				"--log-level", "info"};
-	int argc = 5;
+				"--log-level", "info", "--cache-dir", cache_dir};
+	int argc = 7;
 	for (int i = 0; extra_args && extra_args[i] && argc < 31; i++)
 		argv[argc++] = extra_args[i];
 	argv[argc] = NULL;
@@ -133,8 +137,7 @@ int test_daemon_stop(struct test_daemon *d)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "rudad exited with status %d; see %s", status, d->log_path);
 	ck_assert_msg(access(d->socket_path, F_OK) < 0, "rudad left its socket behind");
-	unlink(d->log_path);
-	rmdir(d->dir);
+	test_remove_tree(d->dir);
 	return status;
 }
 
@@ -195,6 +198,19 @@ ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_
 		sleep_ms(50);
 	}
 	return s;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void test_remove_tree(const char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int test_count_fds(pid_t pid)

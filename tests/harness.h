@@ -49,6 +49,9 @@ ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings,
  * and device bytes equal `bytes`, or 10 s pass; returns the last stats. */
 ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_t bytes);
 
+/* Remove a directory and everything in it. */
+void test_remove_tree(const char *dir);
+
 /* Number of open fds of process `pid` (0 = self). */
 int test_count_fds(pid_t pid);
 

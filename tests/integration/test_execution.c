@@ -192,6 +192,60 @@ START_TEST(out_of_bounds_write_is_contained)
 }
 END_TEST
 
+/* launch_unchecked is for those the policy names; others get a clear
+ * refusal at sync, and checked launches still work. */
+START_TEST(unchecked_needs_policy)
+{
+	ruda_kernel fill = test_register(client, "fill", 1, 8);
+	ruda_handle h;
+	ruda_client_empty(client, 1024, &h);
+	uint32_t push[2] = {5, 256}, out[256];
+	ck_assert_int_eq(ruda_client_launch_unchecked(client, fill, (ruda_count){1, 1, 1}, &h, 1,
+						      push, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_ERROR_PERMISSION);
+	char why[256];
+	ruda_client_last_error(client, why, sizeof(why));
+	ck_assert_ptr_nonnull(strstr(why, "unchecked"));
+
+	struct test_daemon d;
+	const char *args[] = {"--set", "unchecked_launch_users=root", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *c = test_connect(&d, "trusted");
+	fill = test_register(c, "fill", 1, 8);
+	ruda_client_empty(c, 1024, &h);
+	ck_assert_int_eq(ruda_client_launch_unchecked(c, fill, (ruda_count){1, 1, 1}, &h, 1, push, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(c, h, out), RUDA_OK);
+	for (int i = 0; i < 256; i++)
+		ck_assert_uint_eq(out[i], 5);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* A submission that runs past the limit is reported, not waited for. */
+START_TEST(submission_timeout)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "submission_timeout_ms=300", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *c = test_connect(&d, "slow");
+	/* one submission of seconds of work on a CPU device: 1000 fills of
+	 * 16 MiB, flushed together */
+	busy_work(c, 4u << 20, 1000);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_TIMEOUT);
+	/* the device's work is lost: later work says so rather than hanging */
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_DEVICE_LOST);
+	ruda_handle h;
+	ruda_client_empty(c, 4, &h);
+	uint32_t word;
+	ck_assert_int_eq(ruda_client_read_one(c, h, &word), RUDA_ERROR_DEVICE_LOST);
+	ruda_client_close(c);
+	test_daemon_stop(&d); /* still stops cleanly once the kernel ends */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("execution");
@@ -204,6 +258,8 @@ int main(void)
 	tcase_add_test(tc, exclusive_times_out);
 	tcase_add_test(tc, exclusive_holder_killed);
 	tcase_add_test(tc, out_of_bounds_write_is_contained);
+	tcase_add_test(tc, unchecked_needs_policy);
+	tcase_add_test(tc, submission_timeout);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

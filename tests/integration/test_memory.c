@@ -151,6 +151,43 @@ START_TEST(back_to_baseline_after_kills)
 }
 END_TEST
 
+/* Quotas per client and per uid, from the daemon's configuration. */
+START_TEST(quotas_enforced)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "max_memory_per_client=5M", "--set",
+			      "max_memory_per_uid=6M", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *a = test_connect(&d, "a"), *b = test_connect(&d, "b");
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_try_empty(a, 4u << 20, &h), RUDA_OK);
+	/* a's own quota: 4 + 2 > 5 MiB */
+	ck_assert_int_eq(ruda_client_try_empty(a, 2u << 20, &h), RUDA_ERROR_QUOTA);
+	char why[256];
+	ruda_client_last_error(a, why, sizeof(why));
+	ck_assert_ptr_nonnull(strstr(why, "quota"));
+	/* the uid's: 4 + 3 > 6 MiB, though b alone is under its own */
+	ck_assert_int_eq(ruda_client_try_empty(b, 3u << 20, &h), RUDA_ERROR_QUOTA);
+	ck_assert_int_eq(ruda_client_try_empty(b, 1u << 20, &h), RUDA_OK);
+	/* asynchronous allocations report it at sync and on the buffer */
+	ruda_handle big;
+	ck_assert_int_eq(ruda_client_empty(b, 3u << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_ERROR_QUOTA);
+	ck_assert_int_eq(ruda_client_check(b, &big, 1), RUDA_ERROR_QUOTA);
+	ruda_memory_usage u;
+	ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
+	ck_assert_uint_eq(u.quota, 5u << 20);
+	ck_assert_uint_eq(u.uid_bytes, 5u << 20);
+	/* a leaving frees the uid's share */
+	ruda_client_close(a);
+	ruda_daemon_stats st = test_wait_for_stats(b, 1, 1u << 20);
+	ck_assert_uint_eq(st.sessions, 1);
+	ck_assert_int_eq(ruda_client_try_empty(b, 3u << 20, &h), RUDA_OK);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -162,6 +199,10 @@ int main(void)
 	tcase_add_test(tc, cleanup_gives_pages_back);
 	tcase_add_test(tc, back_to_baseline_after_kills);
 	suite_add_tcase(s, tc);
+	TCase *config = tcase_create("configured");
+	tcase_set_timeout(config, 60);
+	tcase_add_test(config, quotas_enforced);
+	suite_add_tcase(s, config);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -1,0 +1,473 @@
+/*
+ * The in-process baselines: the same bytes and the same dispatches as the
+ * rudad runs, done by this process with plain Vulkan on a device opened by
+ * the daemon's own code (ruda__vulkan_init / ruda__device_create), so both
+ * sides use the same instance and device set-up, the same device-local
+ * buffers (ruda__buffer_create) and the same imported host memory
+ * (ruda__arena_create: a memfd imported with VK_EXT_external_memory_host).
+ *
+ * Submission is the plain kind a program would write: a few command
+ * buffers of our own, a timeline semaphore, vkWaitSemaphores.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "arena.h"
+#include "bench.h"
+#include "buffer.h"
+#include "device.h"
+
+#define RING 4
+#define WAIT_NS (120ull * 1000000000ull)
+#define FILL_WORDS 256u
+#define BATCH 1024 /* rudad's RUDA_STREAM_BATCH */
+
+struct inproc {
+	uv_loop_t loop;
+	struct ruda_vulkan vk;
+	struct ruda_device *dev;
+	VkCommandPool pool;
+	VkCommandBuffer cmd[RING];
+	uint64_t cmd_value[RING];
+	unsigned next;
+	VkSemaphore timeline;
+	uint64_t value;
+};
+
+#define VK(call)                                                              \
+	do {                                                                  \
+		VkResult r_ = (call);                                         \
+		BENCH_CHECK(r_ == VK_SUCCESS, "%s failed: %d", #call, r_);    \
+	} while (0)
+
+static void wait_value(struct inproc *p, uint64_t value)
+{
+	VkSemaphoreWaitInfo w = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+		.semaphoreCount = 1,
+		.pSemaphores = &p->timeline,
+		.pValues = &value,
+	};
+	VK(vkWaitSemaphores(p->dev->vk, &w, WAIT_NS));
+}
+
+static void open_device(struct inproc *p)
+{
+	memset(p, 0, sizeof(*p));
+	BENCH_CHECK(uv_loop_init(&p->loop) == 0, "uv_loop_init");
+	BENCH_CHECK(ruda__vulkan_init(&p->vk) == 0, "in-process: no Vulkan");
+	int idx = ruda__vulkan_select(&p->vk, bench_opt.device);
+	BENCH_CHECK(idx >= 0, "in-process: no Vulkan device");
+	BENCH_CHECK(ruda__device_create(&p->vk, (uint32_t)idx, 0, &p->loop, &p->dev) == 0,
+		    "in-process: cannot open the device");
+	struct ruda_device *d = p->dev;
+	VkCommandPoolCreateInfo pool = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+		.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+		.queueFamilyIndex = d->queue_family,
+	};
+	VK(vkCreateCommandPool(d->vk, &pool, NULL, &p->pool));
+	VkCommandBufferAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = p->pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = RING,
+	};
+	VK(vkAllocateCommandBuffers(d->vk, &alloc, p->cmd));
+	VkSemaphoreTypeCreateInfo type = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+		.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+	};
+	VkSemaphoreCreateInfo sem = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
+	VK(vkCreateSemaphore(d->vk, &sem, NULL, &p->timeline));
+}
+
+static void close_device(struct inproc *p)
+{
+	struct ruda_device *d = p->dev;
+	vkDeviceWaitIdle(d->vk);
+	vkDestroySemaphore(d->vk, p->timeline, NULL);
+	vkDestroyCommandPool(d->vk, p->pool, NULL);
+	ruda__device_destroy(d);
+	uv_run(&p->loop, UV_RUN_DEFAULT); /* the device's async handle closes */
+	uv_loop_close(&p->loop);
+	ruda__vulkan_finish(&p->vk);
+}
+
+/* The next command buffer, begun; waits if the ring has come round to one
+ * still running. */
+static VkCommandBuffer begin(struct inproc *p, unsigned *slot)
+{
+	*slot = p->next++ % RING;
+	if (p->cmd_value[*slot])
+		wait_value(p, p->cmd_value[*slot]);
+	VkCommandBufferBeginInfo info = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+	};
+	VK(vkBeginCommandBuffer(p->cmd[*slot], &info));
+	return p->cmd[*slot];
+}
+
+/* End and submit; returns the timeline value that marks its completion. */
+static uint64_t submit(struct inproc *p, unsigned slot)
+{
+	VK(vkEndCommandBuffer(p->cmd[slot]));
+	uint64_t value = ++p->value;
+	VkTimelineSemaphoreSubmitInfo timeline = {
+		.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+		.signalSemaphoreValueCount = 1,
+		.pSignalSemaphoreValues = &value,
+	};
+	VkSubmitInfo info = {
+		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.pNext = &timeline,
+		.commandBufferCount = 1,
+		.pCommandBuffers = &p->cmd[slot],
+		.signalSemaphoreCount = 1,
+		.pSignalSemaphores = &p->timeline,
+	};
+	VK(vkQueueSubmit(p->dev->queue, 1, &info, VK_NULL_HANDLE));
+	p->cmd_value[slot] = value;
+	return value;
+}
+
+static void host_read_barrier(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier b = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+	};
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+			     1, &b, 0, NULL, 0, NULL);
+}
+
+/* One copy, submitted and waited for. */
+static void copy_wait(struct inproc *p, VkBuffer src, VkBuffer dst, uint64_t size, int to_host)
+{
+	unsigned slot;
+	VkCommandBuffer cmd = begin(p, &slot);
+	VkBufferCopy region = {.size = size};
+	vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+	if (to_host)
+		host_read_barrier(cmd);
+	wait_value(p, submit(p, slot));
+}
+
+uint64_t bench_inproc_max_buffer(void)
+{
+	struct inproc p;
+	open_device(&p);
+	uint64_t max = p.dev->max_allocation_size;
+	close_device(&p);
+	return max;
+}
+
+/* ---- transfers -------------------------------------------------------------- */
+
+static struct ruda_arena *host_memory(struct inproc *p, uint64_t size)
+{
+	struct ruda_arena *a;
+	int err = ruda__arena_create(p->dev, size, &a);
+	BENCH_CHECK(err == 0, "in-process: cannot import %llu bytes of host memory: %d",
+		    (unsigned long long)size, err);
+	return a;
+}
+
+static struct ruda_buffer *device_buffer(struct inproc *p, uint64_t size)
+{
+	struct ruda_buffer *b;
+	ruda_status st = ruda__buffer_create(p->dev, size, &b);
+	BENCH_CHECK(st == RUDA_OK, "in-process: cannot allocate %llu device bytes: %s",
+		    (unsigned long long)size, ruda_strerror(st));
+	return b;
+}
+
+static void verify(const void *got, const void *want, uint64_t size, const char *what)
+{
+	int64_t at = bench_compare(got, want, size);
+	BENCH_CHECK(at < 0, "%s: byte %lld of %llu differs", what, (long long)at,
+		    (unsigned long long)size);
+}
+
+void bench_inproc_transfers(const struct bench_transfer_plan *plan,
+			    struct bench_transfer_result *out)
+{
+	struct inproc p;
+	open_device(&p);
+	for (size_t i = 0; i < plan->nsizes; i++) {
+		uint64_t size = plan->sizes[i];
+		int reps = plan->reps[i], warm = plan->warmup[i];
+		char name[32], what[96];
+		bench_size_name(size, name, sizeof(name));
+		struct ruda_arena *src = host_memory(&p, size);
+		struct ruda_arena *dst = host_memory(&p, size);
+		bench_fill_pattern(src->map, size, 1000 + i);
+		double *t = calloc((size_t)reps, sizeof(*t));
+		BENCH_CHECK(t, "out of memory");
+
+		/* create: allocate a device buffer and copy the host bytes in
+		 * (what ruda_client_create + sync does); r < 0 warms up, the
+		 * first and the last are checked */
+		for (int r = -warm; r < reps; r++) {
+			double t0 = bench_now();
+			struct ruda_buffer *b = device_buffer(&p, size);
+			copy_wait(&p, src->buffer, b->vk, size, 0);
+			double t1 = bench_now();
+			if (r == -warm || r == reps - 1) {
+				memset(dst->map, 0, size);
+				copy_wait(&p, b->vk, dst->buffer, size, 1);
+				snprintf(what, sizeof(what), "in-process create of %s", name);
+				verify(dst->map, src->map, size, what);
+			}
+			ruda__buffer_put(b);
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+
+		/* write: the same copy into a buffer that exists */
+		struct ruda_buffer *b = device_buffer(&p, size);
+		for (int r = -warm; r < reps; r++) {
+			if (r == -warm || r == reps - 1) {
+				/* zeros first, so the copy is seen to land */
+				memset(dst->map, 0, size);
+				copy_wait(&p, dst->buffer, b->vk, size, 0);
+			}
+			double t0 = bench_now();
+			copy_wait(&p, src->buffer, b->vk, size, 0);
+			double t1 = bench_now();
+			if (r == -warm || r == reps - 1) {
+				memset(dst->map, 0, size);
+				copy_wait(&p, b->vk, dst->buffer, size, 1);
+				snprintf(what, sizeof(what), "in-process write of %s", name);
+				verify(dst->map, src->map, size, what);
+			}
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->write_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+
+		/* download: copy the device buffer out to the host bytes */
+		for (int r = -warm; r < reps; r++) {
+			int check = r == -warm || r == reps - 1;
+			if (check)
+				memset(dst->map, 0, size);
+			double t0 = bench_now();
+			copy_wait(&p, b->vk, dst->buffer, size, 1);
+			double t1 = bench_now();
+			if (check) {
+				snprintf(what, sizeof(what), "in-process download of %s", name);
+				verify(dst->map, src->map, size, what);
+			}
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->download_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+		ruda__buffer_put(b);
+		ruda_ref_put(&src->ref);
+		ruda_ref_put(&dst->ref);
+		free(t);
+	}
+	close_device(&p);
+}
+
+/* ---- launches --------------------------------------------------------------- */
+
+struct fill_pipeline {
+	VkShaderModule module;
+	VkDescriptorSetLayout set_layout;
+	VkPipelineLayout layout;
+	VkPipeline vk;
+};
+
+/* shaders/fill.comp, laid out as pipeline.c lays out every kernel: one
+ * push-descriptor set of storage buffers and the push constants. */
+static void fill_pipeline_create(struct inproc *p, struct fill_pipeline *f)
+{
+	struct ruda_device *d = p->dev;
+	size_t size;
+	uint32_t *code = bench_read_file(bench_path("shaders/fill.spv"), &size);
+	BENCH_CHECK(code, "cannot read %s", bench_path("shaders/fill.spv"));
+	VkShaderModuleCreateInfo mi = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+		.codeSize = size,
+		.pCode = code,
+	};
+	VK(vkCreateShaderModule(d->vk, &mi, NULL, &f->module));
+	free(code);
+	VkDescriptorSetLayoutBinding binding = {
+		.binding = 0,
+		.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+		.descriptorCount = 1,
+		.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+	};
+	VkDescriptorSetLayoutCreateInfo si = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+		.bindingCount = 1,
+		.pBindings = &binding,
+	};
+	VK(vkCreateDescriptorSetLayout(d->vk, &si, NULL, &f->set_layout));
+	VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 8};
+	VkPipelineLayoutCreateInfo li = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+		.setLayoutCount = 1,
+		.pSetLayouts = &f->set_layout,
+		.pushConstantRangeCount = 1,
+		.pPushConstantRanges = &push,
+	};
+	VK(vkCreatePipelineLayout(d->vk, &li, NULL, &f->layout));
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.module = f->module,
+			.pName = "main",
+		},
+		.layout = f->layout,
+	};
+	VK(vkCreateComputePipelines(d->vk, VK_NULL_HANDLE, 1, &ci, NULL, &f->vk));
+}
+
+static void fill_pipeline_destroy(struct inproc *p, struct fill_pipeline *f)
+{
+	VkDevice vk = p->dev->vk;
+	vkDestroyPipeline(vk, f->vk, NULL);
+	vkDestroyPipelineLayout(vk, f->layout, NULL);
+	vkDestroyDescriptorSetLayout(vk, f->set_layout, NULL);
+	vkDestroyShaderModule(vk, f->module, NULL);
+}
+
+/* One launch as stream.c records it: the barrier that orders it after
+ * everything before it, bind, push descriptors, push constants, dispatch. */
+static void record_fill(struct inproc *p, VkCommandBuffer cmd, const struct fill_pipeline *f,
+			struct ruda_buffer *out, uint32_t value)
+{
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	vkCmdPipelineBarrier(cmd,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+	VkDescriptorBufferInfo info = {.buffer = out->vk, .offset = 0, .range = FILL_WORDS * 4};
+	VkWriteDescriptorSet write = {
+		.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+		.dstBinding = 0,
+		.descriptorCount = 1,
+		.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+		.pBufferInfo = &info,
+	};
+	uint32_t push[2] = {value, FILL_WORDS};
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->vk);
+	p->dev->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->layout, 0, 1,
+					&write);
+	vkCmdPushConstants(cmd, f->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+	vkCmdDispatch(cmd, 1, 1, 1);
+}
+
+static void check_fill(struct inproc *p, struct ruda_buffer *out, struct ruda_arena *host,
+		       uint32_t value, const char *what)
+{
+	memset(host->map, 0, FILL_WORDS * 4);
+	copy_wait(p, out->vk, host->buffer, FILL_WORDS * 4, 1);
+	const uint32_t *w = (const uint32_t *)host->map;
+	for (uint32_t i = 0; i < FILL_WORDS; i++)
+		BENCH_CHECK(w[i] == value, "%s: word %u is %u, expected %u", what, i, w[i], value);
+}
+
+/* (a): record + submit + wait for one dispatch. */
+static uint64_t round_trip(struct inproc *p, const struct fill_pipeline *f,
+			   struct ruda_buffer *out, uint32_t value)
+{
+	unsigned slot;
+	VkCommandBuffer cmd = begin(p, &slot);
+	record_fill(p, cmd, f, out, value);
+	uint64_t v = submit(p, slot);
+	wait_value(p, v);
+	return v;
+}
+
+/* (b): `n` dispatches in command buffers of BATCH, then one wait. */
+static void many(struct inproc *p, const struct fill_pipeline *f, struct ruda_buffer *out, int n)
+{
+	unsigned slot = 0;
+	VkCommandBuffer cmd = VK_NULL_HANDLE;
+	int recorded = 0;
+	uint64_t last = 0;
+	for (int i = 0; i < n; i++) {
+		if (!cmd)
+			cmd = begin(p, &slot);
+		record_fill(p, cmd, f, out, (uint32_t)i + 1);
+		if (++recorded == BATCH) {
+			last = submit(p, slot);
+			cmd = VK_NULL_HANDLE;
+			recorded = 0;
+		}
+	}
+	if (cmd)
+		last = submit(p, slot);
+	wait_value(p, last);
+}
+
+void bench_inproc_launches(const struct bench_launch_plan *plan, struct bench_launch_result *out)
+{
+	struct inproc p;
+	open_device(&p);
+	struct fill_pipeline f;
+	fill_pipeline_create(&p, &f);
+	struct ruda_buffer *buf = device_buffer(&p, FILL_WORDS * 4);
+	struct ruda_arena *host = host_memory(&p, 4096);
+
+	int warm = plan->round_trips / 10 + 1;
+	for (int i = 0; i < warm; i++)
+		round_trip(&p, &f, buf, 7);
+	check_fill(&p, buf, host, 7, "in-process launch (warm-up)");
+	double *t = calloc((size_t)plan->round_trips, sizeof(*t));
+	BENCH_CHECK(t, "out of memory");
+	double cpu0 = bench_cpu_self();
+	for (int i = 0; i < plan->round_trips; i++) {
+		double t0 = bench_now();
+		round_trip(&p, &f, buf, (uint32_t)i + 100);
+		t[i] = bench_now() - t0;
+	}
+	out->rt_cpu_us = (bench_cpu_self() - cpu0) / plan->round_trips * 1e6;
+	check_fill(&p, buf, host, (uint32_t)plan->round_trips - 1 + 100, "in-process launch");
+	out->rt_median_us = bench_median(t, (size_t)plan->round_trips) * 1e6;
+	out->rt_mean_us = bench_mean(t, (size_t)plan->round_trips) * 1e6;
+	free(t);
+
+	many(&p, &f, buf, plan->launches < 10000 ? plan->launches : 10000);
+	double *rate = calloc((size_t)plan->batches, sizeof(*rate));
+	BENCH_CHECK(rate, "out of memory");
+	double cpu = 0;
+	for (int r = 0; r < plan->batches; r++) {
+		double c0 = bench_cpu_self(), t0 = bench_now();
+		many(&p, &f, buf, plan->launches);
+		rate[r] = plan->launches / (bench_now() - t0);
+		cpu += bench_cpu_self() - c0;
+		check_fill(&p, buf, host, (uint32_t)plan->launches, "in-process launches");
+	}
+	out->launches_per_s = bench_median(rate, (size_t)plan->batches);
+	out->launch_cpu_us = cpu / ((double)plan->launches * plan->batches) * 1e6;
+	free(rate);
+
+	ruda_ref_put(&host->ref);
+	ruda__buffer_put(buf);
+	fill_pipeline_destroy(&p, &f);
+	close_device(&p);
+}
