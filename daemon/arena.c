@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -123,4 +124,70 @@ void ruda__arena_publish(struct ruda_arena *a, uint64_t request)
 	uint64_t old = atomic_load_explicit(&h->completed_request, memory_order_relaxed);
 	if (request > old)
 		atomic_store_explicit(&h->completed_request, request, memory_order_release);
+}
+
+/* ---- pool ---------------------------------------------------------------- */
+
+static void make_work(uv_work_t *work)
+{
+	struct ruda_arena_pool *pool = work->data;
+	if (ruda__arena_create(pool->device, pool->size, &pool->made) < 0)
+		pool->made = NULL;
+}
+
+static void refill(struct ruda_arena_pool *pool);
+
+static void make_done(uv_work_t *work, int status)
+{
+	struct ruda_arena_pool *pool = work->data;
+	pool->making = 0;
+	struct ruda_arena *a = pool->made;
+	pool->made = NULL;
+	if (!a)
+		return; /* logged; the next take makes one itself */
+	if (status < 0 || pool->closing ||
+	    pool->count == sizeof(pool->spare) / sizeof(pool->spare[0])) {
+		ruda_ref_put(&a->ref);
+		return;
+	}
+	pool->spare[pool->count++] = a;
+	refill(pool);
+}
+
+static void refill(struct ruda_arena_pool *pool)
+{
+	if (pool->making || pool->closing ||
+	    pool->count == sizeof(pool->spare) / sizeof(pool->spare[0]))
+		return;
+	pool->work.data = pool;
+	if (uv_queue_work(pool->loop, &pool->work, make_work, make_done) == 0)
+		pool->making = 1;
+}
+
+void ruda__arena_pool_init(struct ruda_arena_pool *pool, uv_loop_t *loop,
+			   struct ruda_device *device, uint64_t size)
+{
+	memset(pool, 0, sizeof(*pool));
+	pool->loop = loop;
+	pool->device = device;
+	pool->size = size;
+	refill(pool);
+}
+
+int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
+{
+	int err = 0;
+	if (pool->count)
+		*out = pool->spare[--pool->count];
+	else
+		err = ruda__arena_create(pool->device, pool->size, out);
+	refill(pool);
+	return err;
+}
+
+void ruda__arena_pool_finish(struct ruda_arena_pool *pool)
+{
+	pool->closing = 1;
+	while (pool->count)
+		ruda_ref_put(&pool->spare[--pool->count]->ref);
 }

@@ -8,6 +8,7 @@
 #define RUDA_ARENA_H
 
 #include <stdint.h>
+#include <uv.h>
 #include <vulkan/vulkan.h>
 
 #include "../proto/arena_header.h"
@@ -34,6 +35,29 @@ static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *ar
 
 /* Whether [offset, offset + size) lies in the arena's data space. */
 int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
+
+/*
+ * Arenas made ahead of time, in the thread pool, so a connecting client
+ * does not wait for the import (tens of ms for 64 MiB on a GPU). An arena
+ * is never reused: each session gets fresh memory.
+ */
+struct ruda_arena_pool {
+	struct ruda_device *device; /* borrowed */
+	uv_loop_t *loop;
+	uint64_t size;
+	struct ruda_arena *spare[2];
+	unsigned count;
+	int making, closing;
+	uv_work_t work;
+	struct ruda_arena *made;
+};
+
+void ruda__arena_pool_init(struct ruda_arena_pool *pool, uv_loop_t *loop,
+			   struct ruda_device *device, uint64_t size);
+/* An arena from the pool, or a new one made now; 0 or a negative errno. */
+int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out);
+/* Drop the spares (an arena still being made is dropped when done). */
+void ruda__arena_pool_finish(struct ruda_arena_pool *pool);
 
 /* Tell the client it may reuse arena bytes of requests up to `request`. */
 void ruda__arena_publish(struct ruda_arena *arena, uint64_t request);

@@ -306,7 +306,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->device = ctx->devices[h->device_index];
-	if (ruda__arena_create(s->device, ctx->arena_size, &s->arena) < 0) {
+	if (ruda__arena_pool_take(&ctx->arena_pools[s->device->index], &s->arena) < 0) {
 		s->state = RUDA_SESSION_CLOSING;
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
 					   "cannot create the session's shared memory");

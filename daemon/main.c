@@ -506,6 +506,7 @@ int main(int argc, char **argv)
 	notify_status(&d, "READY=1");
 
 	uv_run(d.loop, UV_RUN_DEFAULT);
+	ruda__server_finish(&d.server);
 	rc = 0;
 out_pipelines:
 	ruda__pipeline_cache_saver_finish(&d.cache_saver);

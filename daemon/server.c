@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "device.h"
 #include "log.h"
 
@@ -200,6 +201,14 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		.policy = o->policy,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
+	server->ctx.arena_pools = calloc(ndevices, sizeof(*server->ctx.arena_pools));
+	if (!server->ctx.arena_pools) {
+		close(fd);
+		free(server->socket_path);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < ndevices; i++)
+		ruda__arena_pool_init(&server->ctx.arena_pools[i], loop, devices[i], o->arena_size);
 	for (uint32_t i = 0; i < ndevices; i++) {
 		devices[i]->on_progress = on_device_progress;
 		devices[i]->progress_data = server;
@@ -254,9 +263,18 @@ void ruda__server_shutdown(struct ruda_server *server)
 	ruda__handle_table_finish(&server->ctx.sessions);
 	ruda__session_context_finish(&server->ctx);
 	for (uint32_t i = 0; i < server->ctx.ndevices; i++)
+		ruda__arena_pool_finish(&server->ctx.arena_pools[i]);
+	for (uint32_t i = 0; i < server->ctx.ndevices; i++)
 		server->ctx.devices[i]->on_progress = NULL;
 	uv_check_stop(&server->tick);
 	uv_close((uv_handle_t *)&server->tick, NULL);
 	free(server->socket_path);
 	server->socket_path = NULL;
+}
+
+void ruda__server_finish(struct ruda_server *server)
+{
+	/* after the loop has run dry: no arena is being made any more */
+	free(server->ctx.arena_pools);
+	server->ctx.arena_pools = NULL;
 }

@@ -54,6 +54,9 @@ void ruda__server_drain(struct ruda_server *server);
  * session. */
 void ruda__server_shutdown(struct ruda_server *server);
 
+/* Free what must outlive the loop's last callbacks (after uv_run). */
+void ruda__server_finish(struct ruda_server *server);
+
 /* The default socket path: $RUDA_SOCKET, /run/ruda/rudad.sock for root,
  * else $XDG_RUNTIME_DIR/ruda/rudad.sock. Writes into buf. */
 int ruda__default_socket_path(char *buf, size_t len);

@@ -47,6 +47,7 @@ struct ruda_session_context {
 	struct ruda_device **devices; /* borrowed */
 	uint32_t ndevices;
 	struct ruda_pipeline_registry **pipelines; /* one per device, borrowed */
+	struct ruda_arena_pool *arena_pools;       /* one per device, owned by the server */
 	struct ruda_handle_table sessions;        /* id -> struct ruda_session */
 	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
 	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */

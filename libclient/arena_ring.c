@@ -97,8 +97,11 @@ void ruda__arena_ring_reclaim(struct ruda_arena_ring *r, uint64_t completed)
 		r->first++;
 		r->count--;
 	}
-	if (!r->count)
-		r->tail = r->head;
+	if (!r->count) {
+		/* empty: start again at the beginning, on pages already touched */
+		uint64_t lap = (r->head + r->capacity - 1) / r->capacity * r->capacity;
+		r->head = r->tail = lap;
+	}
 }
 
 int ruda__arena_ring_has_held(const struct ruda_arena_ring *r)

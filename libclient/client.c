@@ -22,6 +22,11 @@
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
 #define BATCH_BYTES (32u * 1024u)
+/* Transfers in chunks at least this large overlap the client's copies with
+ * the device's. */
+#define PIPELINE_CHUNK_BYTES (256u * 1024u)
+/* Reads in flight at once for one download. */
+#define READS_IN_FLIGHT 2
 /* Modules at least this large are first offered by hash, not sent. */
 #define SEND_BY_HASH_BYTES (16u * 1024u)
 
@@ -158,48 +163,71 @@ static void read_replies(ruda_client *c)
 	pthread_cond_broadcast(&c->cond);
 }
 
-/*
- * Send `req` with everything queued before it and wait for its reply.
- * Returns the reply's status; *out (optional) receives the reply, owned by
- * the caller; *fd (optional) a descriptor passed with it. Lock held.
- */
-static ruda_status round_trip(ruda_client *c, Ruda__Request *req, Ruda__Reply **out, int *fd)
+/* Send `req` with everything queued before it; its reply will be waited
+ * for with call_finish, which unlinks `w` again before it goes out of scope
+ * (GCC cannot see that across the two calls). Lock held. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
+static ruda_status call_begin(ruda_client *c, Ruda__Request *req, struct waiting *w)
 {
 	ruda_status st = queue(c, req);
 	if (st == RUDA_OK)
 		st = send_queued(c);
 	if (st != RUDA_OK)
 		return st;
-	struct waiting w = {.id = req->id, .fd = -1, .next = c->waiting};
-	c->waiting = &w;
-	while (!w.reply && !c->broken) {
+	*w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
+	c->waiting = w;
+	return RUDA_OK;
+}
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
+
+/*
+ * Wait for the reply of a call begun with call_begin. Returns the reply's
+ * status; *out (optional) receives the reply, owned by the caller; *fd
+ * (optional) a descriptor passed with it. Lock held.
+ */
+static ruda_status call_finish(ruda_client *c, struct waiting *w, Ruda__Reply **out, int *fd)
+{
+	while (!w->reply && !c->broken) {
 		if (!c->reader_active)
 			read_replies(c);
 		else
 			pthread_cond_wait(&c->cond, &c->lock);
 	}
 	struct waiting **link = &c->waiting;
-	while (*link != &w)
+	while (*link != w)
 		link = &(*link)->next;
-	*link = w.next;
-	if (!w.reply) {
-		if (w.fd >= 0)
-			close(w.fd);
+	*link = w->next;
+	if (!w->reply) {
+		if (w->fd >= 0)
+			close(w->fd);
 		return RUDA_ERROR_DISCONNECTED;
 	}
-	st = (ruda_status)w.reply->status;
+	ruda_status st = (ruda_status)w->reply->status;
 	if (st != RUDA_OK)
-		set_error(c, "%s", w.reply->message && *w.reply->message ? w.reply->message
-									   : ruda_strerror(st));
+		set_error(c, "%s", w->reply->message && *w->reply->message ? w->reply->message
+									     : ruda_strerror(st));
 	if (fd)
-		*fd = w.fd;
-	else if (w.fd >= 0)
-		close(w.fd);
+		*fd = w->fd;
+	else if (w->fd >= 0)
+		close(w->fd);
 	if (out)
-		*out = w.reply;
+		*out = w->reply;
 	else
-		ruda__reply__free_unpacked(w.reply, NULL);
+		ruda__reply__free_unpacked(w->reply, NULL);
 	return st;
+}
+
+/* Send `req` and wait for its reply. Lock held. */
+static ruda_status round_trip(ruda_client *c, Ruda__Request *req, Ruda__Reply **out, int *fd)
+{
+	struct waiting w;
+	ruda_status st = call_begin(c, req, &w);
+	return st == RUDA_OK ? call_finish(c, &w, out, fd) : st;
 }
 
 /* ---- arena -------------------------------------------------------------- */
@@ -208,6 +236,19 @@ static uint64_t arena_completed(ruda_client *c)
 {
 	struct ruda_arena_header *h = (struct ruda_arena_header *)c->arena;
 	return atomic_load_explicit(&h->completed_request, memory_order_acquire);
+}
+
+/* Arena space for `size` bytes if there is some now: RUDA_OK, or
+ * RUDA_ERROR_BUSY. Lock held. */
+static ruda_status arena_try_alloc(ruda_client *c, uint64_t size, int client_owned,
+				   uint64_t *offset, uint64_t *region)
+{
+	ruda__arena_ring_reclaim(&c->ring, arena_completed(c));
+	int err = ruda__arena_ring_alloc(&c->ring, size, client_owned, offset, region);
+	if (err)
+		return err == -EAGAIN ? RUDA_ERROR_BUSY : RUDA_ERROR_OUT_OF_MEMORY;
+	*offset += c->data_offset;
+	return RUDA_OK;
 }
 
 /* Arena space for `size` bytes, waiting for the daemon to free some if
@@ -479,6 +520,9 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 		req.write = &w;
 		st = queue(c, &req);
 		ruda__arena_ring_set_request(&c->ring, region, req.id);
+		/* a big chunk goes now: the device copies it while we fill the next */
+		if (st == RUDA_OK && chunk >= PIPELINE_CHUNK_BYTES)
+			st = send_queued(c);
 		if (st != RUDA_OK)
 			return st;
 		src += chunk;
@@ -600,39 +644,75 @@ ruda_status ruda_client_write(ruda_client *c, ruda_handle h, uint64_t offset, co
 	return st;
 }
 
-/* Download one slice in chunks. Lock held. */
+/* One chunk of a download in flight. */
+struct read_chunk {
+	struct waiting w;
+	uint64_t arena_offset, region, done, size;
+};
+
+/* Wait for the oldest chunk, copy it out, free its arena space. Lock held. */
+static ruda_status finish_read(ruda_client *c, struct read_chunk *r, uint8_t *dst)
+{
+	ruda_status st = call_finish(c, &r->w, NULL, NULL);
+	if (st == RUDA_OK && r->size) {
+		/* copy without the lock: other threads may go on meanwhile */
+		pthread_mutex_unlock(&c->lock);
+		memcpy(dst + r->done, c->arena + r->arena_offset, r->size);
+		pthread_mutex_lock(&c->lock);
+	}
+	ruda__arena_ring_release(&c->ring, r->region);
+	pthread_cond_broadcast(&c->cond);
+	return st;
+}
+
+/* Download one slice in chunks, the next read already asked for while the
+ * last is copied out. Lock held. */
 static ruda_status download(ruda_client *c, ruda_handle h, uint8_t *dst)
 {
 	uint64_t chunk_max = ruda__arena_ring_chunk(&c->ring);
-	uint64_t done = 0;
+	struct read_chunk flight[READS_IN_FLIGHT];
+	size_t first = 0, count = 0;
+	uint64_t issued = 0;
+	ruda_status st = RUDA_OK;
 	do {
-		uint64_t chunk = h.size - done < chunk_max ? h.size - done : chunk_max;
-		uint64_t arena_offset, region;
-		ruda_status st = arena_alloc(c, chunk, 1, &arena_offset, &region);
-		if (st != RUDA_OK)
-			return st;
-		Ruda__Read r = RUDA__READ__INIT;
-		r.handle = h.id;
-		r.offset = h.offset + done;
-		r.arena_offset = arena_offset;
-		r.size = chunk;
-		Ruda__Request req = RUDA__REQUEST__INIT;
-		req.body_case = RUDA__REQUEST__BODY_READ;
-		req.read = &r;
-		st = round_trip(c, &req, NULL, NULL);
-		if (st == RUDA_OK && chunk) {
-			/* copy without the lock: other threads may go on meanwhile */
-			pthread_mutex_unlock(&c->lock);
-			memcpy(dst + done, c->arena + arena_offset, chunk);
-			pthread_mutex_lock(&c->lock);
+		/* ask for more while there is room; block only with nothing in flight */
+		while (st == RUDA_OK && count < READS_IN_FLIGHT && (issued < h.size || !issued)) {
+			struct read_chunk *r = &flight[(first + count) % READS_IN_FLIGHT];
+			r->size = h.size - issued < chunk_max ? h.size - issued : chunk_max;
+			r->done = issued;
+			st = count ? arena_try_alloc(c, r->size, 1, &r->arena_offset, &r->region)
+				   : arena_alloc(c, r->size, 1, &r->arena_offset, &r->region);
+			if (st == RUDA_ERROR_BUSY) {
+				st = RUDA_OK;
+				break;
+			}
+			if (st != RUDA_OK)
+				break;
+			Ruda__Read rd = RUDA__READ__INIT;
+			rd.handle = h.id;
+			rd.offset = h.offset + issued;
+			rd.arena_offset = r->arena_offset;
+			rd.size = r->size;
+			Ruda__Request req = RUDA__REQUEST__INIT;
+			req.body_case = RUDA__REQUEST__BODY_READ;
+			req.read = &rd;
+			st = call_begin(c, &req, &r->w);
+			if (st != RUDA_OK) {
+				ruda__arena_ring_release(&c->ring, r->region);
+				break;
+			}
+			count++;
+			issued += r->size ? r->size : 1; /* a 0-byte read is one request */
 		}
-		ruda__arena_ring_release(&c->ring, region);
-		pthread_cond_broadcast(&c->cond);
-		if (st != RUDA_OK)
-			return st;
-		done += chunk;
-	} while (done < h.size);
-	return RUDA_OK;
+		if (!count)
+			break;
+		ruda_status done = finish_read(c, &flight[first], dst);
+		if (st == RUDA_OK)
+			st = done;
+		first = (first + 1) % READS_IN_FLIGHT;
+		count--;
+	} while (count || (st == RUDA_OK && issued < h.size));
+	return st;
 }
 
 ruda_status ruda_client_read(ruda_client *c, const ruda_handle *handles, size_t count,
