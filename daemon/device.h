@@ -35,6 +35,7 @@ struct ruda_submission {
 	uint64_t value; /* timeline value signalled on completion; 0 while recording */
 	uint32_t commands;
 	int32_t query_pair; /* timestamps around it, or -1 */
+	uint64_t submitted_ns; /* uv_hrtime() at submission */
 	uint64_t gpu_ns;    /* device time it took, once complete */
 	struct ruda_ref **refs; /* owned references, dropped on completion */
 	size_t nrefs, refs_cap;
@@ -92,6 +93,8 @@ struct ruda_device {
 	VkQueryPool timestamps; /* VK_NULL_HANDLE: the queue has none */
 	double timestamp_period; /* ns per tick */
 	uint64_t timestamp_mask;
+	bool account_with_timestamps; /* else submission-to-completion time */
+	uint64_t last_completion_ns;
 	uint32_t *free_pairs; /* stack of free pair indices */
 	uint32_t nfree_pairs;
 
