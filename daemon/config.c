@@ -132,7 +132,7 @@ void ruda__config_init(struct ruda_config *c)
 	memset(c, 0, sizeof(*c));
 	c->socket_mode = 0660;
 	c->socket_gid = (gid_t)-1;
-	c->arena_size = 64ull << 20;
+	c->arena_size = 16ull << 20;
 	c->max_clients = 1024;
 	c->max_requests_in_flight = 1024;
 	c->submission_timeout_ms = 0;

@@ -373,7 +373,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 {
 	struct ruda_device *d = sub->device;
 	if (atomic_load(&d->lost)) {
-		ruda__submission_discard(sub, RUDA_ERROR_DEVICE_LOST);
+		ruda__submission_discard(sub, ruda__device_failure(d));
 		return -EIO;
 	}
 	/* make every device write visible to the host (arena downloads) */
@@ -430,6 +430,11 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	pthread_cond_signal(&d->wake);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
+}
+
+int ruda__device_failure(struct ruda_device *d)
+{
+	return atomic_load(&d->lost) ? atomic_load(&d->lost_status) : RUDA_OK;
 }
 
 void ruda__device_process_completions(struct ruda_device *d)

@@ -136,6 +136,10 @@ int ruda__submission_submit(struct ruda_submission *sub);
  * `status`. */
 void ruda__submission_discard(struct ruda_submission *sub, int status);
 
+/* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
+ * once it has failed, else RUDA_OK. */
+int ruda__device_failure(struct ruda_device *device);
+
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);
 

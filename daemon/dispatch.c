@@ -855,6 +855,7 @@ static void handle_memory_usage(struct ruda_session *s, const Ruda__Request *req
 	mu.bytes_reserved = s->device->allocator.stats.reserved;
 	mu.quota = s->quota;
 	mu.uid_bytes = ruda__session_uid_bytes(s->ctx, s->uid);
+	mu.pages = s->device->allocator.stats.pages;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_MEMORY_USAGE;

@@ -68,7 +68,7 @@ static void usage(FILE *out)
 		"                           passed by systemd is used instead\n"
 		"  -d, --device=SEL         Vulkan device: an index, or part of its name\n"
 		"                           (default: the best one; a GPU before a CPU)\n"
-		"      --arena-size=BYTES   shared memory per client (default 64M)\n"
+		"      --arena-size=BYTES   shared memory per client (default 16M)\n"
 		"      --max-clients=N      clients connected at once (default 1024)\n"
 		"      --log-level=LEVEL    error, warning, notice, info or debug\n"
 		"      --cache-dir=DIR      where compiled kernels are kept across restarts\n"

@@ -211,8 +211,13 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	if (account)
 		ruda__submission_add_waiter(sub, account);
 	if (ruda__submission_submit(sub) < 0) {
-		ruda__stream_fail(s, RUDA_ERROR_DEVICE_LOST, "the device refused a submission");
-		return RUDA_ERROR_DEVICE_LOST;
+		ruda_status why = ruda__device_failure(s->device);
+		if (why == RUDA_OK)
+			why = RUDA_ERROR_DEVICE_LOST;
+		ruda__stream_fail(s, why, "%s", why == RUDA_ERROR_TIMEOUT
+						    ? "earlier work ran past the time limit"
+						    : "the device refused a submission");
+		return why;
 	}
 	s->last_value = sub->value;
 	s->recent[s->recent_next++ % RUDA_STREAM_MAX_INFLIGHT] = sub->value;
@@ -230,7 +235,7 @@ void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter)
 		}
 	}
 	/* nothing of this stream in flight */
-	waiter->done(waiter, atomic_load(&d->lost) ? RUDA_ERROR_DEVICE_LOST : RUDA_OK);
+	waiter->done(waiter, ruda__device_failure(d));
 }
 
 int ruda__stream_saturated(const struct ruda_stream *s)

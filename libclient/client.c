@@ -583,6 +583,7 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 			.bytes_reserved = reply->memory_usage->bytes_reserved,
 			.quota = reply->memory_usage->quota,
 			.uid_bytes = reply->memory_usage->uid_bytes,
+			.pages = reply->memory_usage->pages,
 		};
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);

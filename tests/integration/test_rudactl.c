@@ -22,6 +22,8 @@
 #include "harness.h"
 
 #define MiB (1024u * 1024u)
+/* rudad's default arena_size */
+#define DEFAULT_ARENA (16 * MiB)
 
 static void sleep_ms(int ms)
 {
@@ -450,7 +452,7 @@ START_TEST(clients_view_counts)
 	ck_assert_uint_eq(jnum(j, AT(a, "uid")), getuid());
 	ck_assert_uint_eq(jnum(j, AT(a, "device")), 0);
 	ck_assert_uint_eq(jnum(j, AT(a, "inflight_submissions")), 0);
-	ck_assert_uint_eq(jnum(j, AT(a, "limits.arena_bytes")), 64 * MiB);
+	ck_assert_uint_eq(jnum(j, AT(a, "limits.arena_bytes")), DEFAULT_ARENA);
 	jexpect(j, AT(a, "limits.quota_bytes"), "null");
 	jexpect(j, AT(a, "state"), "ready");
 	ck_assert_ptr_nonnull(jget(j, "%s", AT(a, "gpu_time_ns")));
@@ -470,7 +472,7 @@ START_TEST(clients_view_counts)
 	expect_in(r->out, "3.0 MiB");
 	expect_in(r->out, "beta");
 	expect_in(r->out, "1.0 MiB");
-	expect_in(r->out, "64.0 MiB");
+	expect_in(r->out, "16.0 MiB");
 	ck_assert_ptr_null(strstr(r->out, "rudactl"));
 
 	free(r);
@@ -499,13 +501,13 @@ START_TEST(status_memory_devices_cache)
 	jexpect(j, "daemon.draining", "false");
 	ck_assert_uint_eq(jnum(j, "daemon.clients"), 3);
 	ck_assert_uint_eq(jnum(j, "daemon.pid"), (unsigned long long)d.pid);
-	ck_assert_uint_eq(jnum(j, "daemon.limits.arena_bytes"), 64 * MiB);
+	ck_assert_uint_eq(jnum(j, "daemon.limits.arena_bytes"), DEFAULT_ARENA);
 	ck_assert_ptr_nonnull(jget(j, "devices.0.name"));
 	ck_assert_uint_eq(jnum(j, "devices.0.buffer_bytes"), 4 * MiB);
 	ck_assert_uint_eq(jnum(j, "devices.0.buffers"), 3);
 	ck_assert_uint_eq(jnum(j, "devices.0.clients"), 3);
 	ck_assert_uint_eq(jnum(j, "devices.0.arenas"), 3);
-	ck_assert_uint_eq(jnum(j, "devices.0.arena_bytes"), 3 * 64 * MiB);
+	ck_assert_uint_eq(jnum(j, "devices.0.arena_bytes"), 3 * DEFAULT_ARENA);
 	ck_assert_ptr_nonnull(jget(j, "devices.0.busy_percent"));
 	ck_assert_int_eq(jcount(j, "clients"), 3);
 	ck_assert_int_ge(jfind(j, "clients", "alpha"), 0);
@@ -546,7 +548,7 @@ START_TEST(status_memory_devices_cache)
 	CTL(r, &d, "memory");
 	expect_ok(r, "memory");
 	expect_in(r->out, "4.0 MiB in 3 buffers");
-	expect_in(r->out, "192.0 MiB in 3 arenas");
+	expect_in(r->out, "48.0 MiB in 3 arenas");
 	expect_in(r->out, "reserved");
 	expect_in(r->out, "alpha");
 	expect_in(r->out, "3.0 MiB");

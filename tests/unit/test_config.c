@@ -55,7 +55,7 @@ START_TEST(defaults)
 	ck_assert_ptr_null(c.socket);
 	ck_assert_uint_eq(c.socket_mode, 0660);
 	ck_assert_ptr_null(c.socket_group);
-	ck_assert_uint_eq(c.arena_size, 64u << 20);
+	ck_assert_uint_eq(c.arena_size, 16u << 20);
 	ck_assert_uint_eq(c.max_clients, 1024);
 	ck_assert_int_eq(c.log_level, RUDA_LOG_INFO);
 	ck_assert(c.read_only_views);

@@ -170,6 +170,7 @@ typedef struct ruda_memory_usage {
 	uint64_t bytes_reserved; /* device memory rudad holds, for all clients */
 	uint64_t quota;          /* this client's limit, 0 = none */
 	uint64_t uid_bytes;      /* held by all clients of this user */
+	uint64_t pages;          /* device allocations rudad holds, for all clients */
 } ruda_memory_usage;
 
 ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
