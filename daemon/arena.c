@@ -151,7 +151,7 @@ static void make_done(uv_work_t *work, int status)
 		return;
 	}
 	pool->spare[pool->count++] = a;
-	refill(pool);
+	ruda__arena_pool_refill_idle(pool);
 }
 
 static void refill(struct ruda_arena_pool *pool)
@@ -171,7 +171,10 @@ void ruda__arena_pool_init(struct ruda_arena_pool *pool, uv_loop_t *loop,
 	pool->loop = loop;
 	pool->device = device;
 	pool->size = size;
-	refill(pool);
+	/* the first clients find them ready: make them before rudad listens */
+	while (pool->count < sizeof(pool->spare) / sizeof(pool->spare[0]) &&
+	       ruda__arena_create(device, size, &pool->spare[pool->count]) == 0)
+		pool->count++;
 }
 
 int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
@@ -181,8 +184,15 @@ int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
 		*out = pool->spare[--pool->count];
 	else
 		err = ruda__arena_create(pool->device, pool->size, out);
-	refill(pool);
+	/* no refill now: importing pins pages, which stalls the device's other
+	 * work for milliseconds; ruda__arena_pool_refill_idle does it later */
 	return err;
+}
+
+void ruda__arena_pool_refill_idle(struct ruda_arena_pool *pool)
+{
+	if (pool->device->inflight_count == 0)
+		refill(pool);
 }
 
 void ruda__arena_pool_finish(struct ruda_arena_pool *pool)

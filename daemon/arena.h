@@ -56,6 +56,9 @@ void ruda__arena_pool_init(struct ruda_arena_pool *pool, uv_loop_t *loop,
 			   struct ruda_device *device, uint64_t size);
 /* An arena from the pool, or a new one made now; 0 or a negative errno. */
 int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out);
+/* Make a spare in the thread pool if one is missing and the device has
+ * nothing in flight (call when the loop is about to sleep). */
+void ruda__arena_pool_refill_idle(struct ruda_arena_pool *pool);
 /* Drop the spares (an arena still being made is dropped when done). */
 void ruda__arena_pool_finish(struct ruda_arena_pool *pool);
 

@@ -126,14 +126,14 @@ int64_t ruda__pipeline_cache_load(struct ruda_device *d, const char *dir)
 			.initialDataSize = got.data_size,
 			.pInitialData = data,
 		};
+		/* nothing is compiled yet at start-up: the loaded cache simply
+		 * becomes the device's (some drivers ignore merged data) */
 		VkPipelineCache loaded_cache;
 		if (vkCreatePipelineCache(d->vk, &info, NULL, &loaded_cache) != VK_SUCCESS)
 			why = "refused by the driver";
 		else {
-			if (vkMergePipelineCaches(d->vk, d->pipeline_cache, 1, &loaded_cache) !=
-			    VK_SUCCESS)
-				why = "could not be merged";
-			vkDestroyPipelineCache(d->vk, loaded_cache, NULL);
+			vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
+			d->pipeline_cache = loaded_cache;
 		}
 	}
 	free(data);
@@ -226,6 +226,8 @@ void ruda__pipeline_cache_setup_driver_caches(const char *dir)
 	 * compiled-shader caches: keep them beside ours */
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/driver", dir);
+	/* NVIDIA's driver does not create the directory itself */
+	mkdir_p(path);
 	setenv("MESA_SHADER_CACHE_DIR", path, 0);
 	setenv("__GL_SHADER_DISK_CACHE_PATH", path, 0);
 	setenv("__GL_SHADER_DISK_CACHE", "1", 0);

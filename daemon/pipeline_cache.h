@@ -19,9 +19,9 @@ struct ruda_pipeline_registry;
 /* The file for `device` in `dir`. */
 int ruda__pipeline_cache_path(const struct ruda_device *device, const char *dir, char *buf,
 			      size_t len);
-/* Merge the file's contents into the device's cache. Returns the bytes
- * loaded, 0 when there is no usable file (the reason is logged). Blocking:
- * call at start-up. */
+/* Make the file's contents the device's cache. Returns the bytes loaded,
+ * 0 when there is no usable file (the reason is logged). Blocking: call at
+ * start-up, before any pipeline is compiled. */
 int64_t ruda__pipeline_cache_load(struct ruda_device *device, const char *dir);
 /* Write the device's cache to its file. Blocking: call from the thread
  * pool or at shutdown. Returns bytes written or a negative errno. */

@@ -36,6 +36,8 @@ static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
 	ruda__session_context_tick(&server->ctx);
+	for (uint32_t i = 0; server->ctx.arena_pools && i < server->ctx.ndevices; i++)
+		ruda__arena_pool_refill_idle(&server->ctx.arena_pools[i]);
 	/* drained and the last client gone: stop as on SIGTERM */
 	if (server->ctx.draining && !server->ctx.sessions.count && !server->stop_sent) {
 		server->stop_sent = true;
@@ -176,8 +178,15 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	server->loop = loop;
 	server->max_clients = o->max_clients;
 	server->socket_path = strdup(o->socket_path);
-	if (!server->socket_path)
+	/* arenas for the first clients are made before anyone can connect */
+	struct ruda_arena_pool *pools = calloc(ndevices, sizeof(*pools));
+	if (!server->socket_path || !pools) {
+		free(server->socket_path);
+		free(pools);
 		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < ndevices; i++)
+		ruda__arena_pool_init(&pools[i], loop, devices[i], o->arena_size);
 	int fd = o->listen_fd > 0 ? adopt(o->listen_fd) : listen_on(o->socket_path, o);
 	if (fd < 0) {
 		if (o->listen_fd > 0)
@@ -186,6 +195,9 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		else
 			log_error("cannot listen on %s: %s", o->socket_path, strerror(-fd));
 		free(server->socket_path);
+		for (uint32_t i = 0; i < ndevices; i++)
+			ruda__arena_pool_finish(&pools[i]);
+		free(pools);
 		return fd;
 	}
 	server->listen_fd = fd;
@@ -201,14 +213,7 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		.policy = o->policy,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
-	server->ctx.arena_pools = calloc(ndevices, sizeof(*server->ctx.arena_pools));
-	if (!server->ctx.arena_pools) {
-		close(fd);
-		free(server->socket_path);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < ndevices; i++)
-		ruda__arena_pool_init(&server->ctx.arena_pools[i], loop, devices[i], o->arena_size);
+	server->ctx.arena_pools = pools;
 	for (uint32_t i = 0; i < ndevices; i++) {
 		devices[i]->on_progress = on_device_progress;
 		devices[i]->progress_data = server;
