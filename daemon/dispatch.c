@@ -988,6 +988,37 @@ static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
 	ruda__session_reply(s, &reply);
 }
 
+/* ---- decoding ------------------------------------------------------------ */
+
+/*
+ * Requests are decoded into a scratch area reused for every frame: no
+ * malloc per request on the launch path, and a hard cap on what one frame
+ * can make the daemon allocate (a 64 KiB frame of tiny repeated fields
+ * decodes to several times its size).
+ */
+#define SCRATCH_BYTES (1u << 20)
+
+struct scratch {
+	uint8_t *base;
+	size_t used;
+};
+
+static void *scratch_alloc(void *data, size_t size)
+{
+	struct scratch *sc = data;
+	size_t start = (sc->used + 15) & ~(size_t)15;
+	if (size > SCRATCH_BYTES - start)
+		return NULL; /* the frame asks for too much: refused */
+	sc->used = start + size;
+	return sc->base + start;
+}
+
+static void scratch_free(void *data, void *pointer)
+{
+	(void)data;
+	(void)pointer; /* everything goes at once when the frame is done */
+}
+
 /* ---- table -------------------------------------------------------------- */
 
 typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
@@ -1030,7 +1061,21 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 		ruda__session_violation(s, "file descriptors with a request that takes none");
 		return;
 	}
-	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
+	/* one scratch area serves every session in turn; a request decoded
+	 * while another is being handled (a lease's end resumes other
+	 * sessions) gets the heap */
+	struct ruda_session_context *ctx = s->ctx;
+	if (!ctx->scratch)
+		ctx->scratch = malloc(SCRATCH_BYTES);
+	struct scratch sc = {.base = ctx->scratch};
+	ProtobufCAllocator allocator = {
+		.alloc = scratch_alloc,
+		.free = scratch_free,
+		.allocator_data = &sc,
+	};
+	int use_scratch = ctx->scratch && !ctx->decoding;
+	ProtobufCAllocator *alloc = use_scratch ? &allocator : NULL;
+	Ruda__Request *req = ruda__request__unpack(alloc, frame->length, frame->payload);
 	if (!req) {
 		ruda__session_violation(s, "undecodable request (%u bytes)", frame->length);
 		return;
@@ -1049,7 +1094,11 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 			  (unsigned long long)req->id);
 		s->usage.requests++;
 		s->usage.last_request_ms = uv_now(s->ctx->loop);
+		ctx->decoding += use_scratch;
 		handlers[body].run(s, req);
+		ctx->decoding -= use_scratch;
 	}
-	ruda__request__free_unpacked(req, NULL);
+	if (!use_scratch)
+		ruda__request__free_unpacked(req, NULL);
+	/* else nothing to free: the scratch area is reused by the next frame */
 }

@@ -343,6 +343,8 @@ static void exclusive_forget(struct ruda_session *s)
 
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
+	free(ctx->scratch);
+	ctx->scratch = NULL;
 	uint64_t *bytes;
 	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
 		free(bytes);

@@ -57,6 +57,8 @@ struct ruda_session_context {
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
 	uint32_t max_handles;
 	struct ruda_handle_table uid_bytes; /* uid -> uint64_t bytes held */
+	uint8_t *scratch; /* owned: where requests are decoded (dispatch.c) */
+	int decoding;     /* a request in the scratch area is being handled */
 	/* the session holding the device alone (rudactl and ExclusiveBegin),
 	 * 0: none; sessions waiting for a lease, in order */
 	uint64_t exclusive;

@@ -213,6 +213,21 @@ void test_remove_tree(const char *dir)
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int test_settled_fds(pid_t pid)
+{
+	/* rudad makes spare arenas (memfds) when idle: wait for the count to
+	 * hold still */
+	int n = test_count_fds(pid);
+	for (int i = 0; i < 50; i++) {
+		sleep_ms(200);
+		int again = test_count_fds(pid);
+		if (again == n)
+			break;
+		n = again;
+	}
+	return n;
+}
+
 int test_count_fds(pid_t pid)
 {
 	char path[64];

@@ -52,6 +52,10 @@ ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_
 /* Remove a directory and everything in it. */
 void test_remove_tree(const char *dir);
 
+/* The fd count of process `pid` once it holds still (rudad makes spare
+ * arenas when idle). */
+int test_settled_fds(pid_t pid);
+
 /* Number of open fds of process `pid` (0 = self). */
 int test_count_fds(pid_t pid);
 

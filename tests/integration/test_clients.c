@@ -96,7 +96,7 @@ START_TEST(killed_client_is_cleaned_up)
 	ck_assert_int_eq(ruda_client_sync(survivor), RUDA_OK);
 	ruda_daemon_stats base;
 	ck_assert_int_eq(ruda_client_daemon_stats(survivor, &base), RUDA_OK);
-	int fds_before = test_count_fds(daemon_.pid);
+	int fds_before = test_settled_fds(daemon_.pid);
 
 	int ready[2];
 	ck_assert_int_eq(pipe(ready), 0);
@@ -143,7 +143,7 @@ START_TEST(killed_client_is_cleaned_up)
 	ck_assert_uint_eq(after.sessions, 1);
 	ck_assert_uint_eq(after.device_bytes, base.device_bytes);
 	ck_assert_uint_eq(after.device_buffers, base.device_buffers);
-	ck_assert_int_eq(test_count_fds(daemon_.pid), fds_before);
+	ck_assert_int_eq(test_settled_fds(daemon_.pid), fds_before);
 	ck_assert_int_eq(ruda_client_read_one(survivor, mine, back), RUDA_OK);
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ruda_client_close(survivor);

@@ -115,7 +115,7 @@ START_TEST(back_to_baseline_after_kills)
 {
 	ruda_daemon_stats base;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
-	int fds = test_count_fds(daemon_.pid);
+	int fds = test_settled_fds(daemon_.pid);
 	for (int round = 0; round < 100; round++) {
 		int ready[2];
 		ck_assert_int_eq(pipe(ready), 0);
@@ -147,7 +147,7 @@ START_TEST(back_to_baseline_after_kills)
 	ck_assert_uint_eq(after.sessions, 1);
 	ck_assert_uint_eq(after.device_bytes, base.device_bytes);
 	ck_assert_uint_eq(after.device_buffers, base.device_buffers);
-	ck_assert_int_eq(test_count_fds(daemon_.pid), fds);
+	ck_assert_int_eq(test_settled_fds(daemon_.pid), fds);
 }
 END_TEST
 
