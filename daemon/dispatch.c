@@ -844,6 +844,93 @@ static void handle_fence(struct ruda_session *s, const Ruda__Request *req)
 	wait_then_reply(s, req->id, WAIT_FENCE, NULL, 0);
 }
 
+/* ---- throughput cache ---------------------------------------------------- */
+
+#define MAX_THROUGHPUT_KEY 256u
+#define MAX_THROUGHPUTS 4096u
+
+static uint64_t key_hash64(const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *key; key++) {
+		h ^= (uint8_t)*key;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static struct ruda_handle_table *throughput_table(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	if (!ctx->throughputs)
+		ctx->throughputs = calloc(ctx->ndevices, sizeof(*ctx->throughputs));
+	return ctx->throughputs ? &ctx->throughputs[s->device->index] : NULL;
+}
+
+static struct ruda_throughput *throughput_find(struct ruda_handle_table *t, const char *key)
+{
+	struct ruda_throughput *e = t ? ruda__handle_table_get(t, key_hash64(key)) : NULL;
+	while (e && strcmp(e->key, key) != 0)
+		e = e->next;
+	return e;
+}
+
+static int throughput_key_ok(const char *key)
+{
+	return key && *key && strlen(key) <= MAX_THROUGHPUT_KEY;
+}
+
+static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *req)
+{
+	const char *key = req->throughput_get->key;
+	if (!throughput_key_ok(key)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "throughput key empty or over %u bytes", MAX_THROUGHPUT_KEY);
+		return;
+	}
+	struct ruda_throughput *e = throughput_find(throughput_table(s), key);
+	if (!e) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
+					   "no throughput measured for \"%s\" yet", key);
+		return;
+	}
+	Ruda__ThroughputReply tr = RUDA__THROUGHPUT_REPLY__INIT;
+	tr.value = e->value;
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_THROUGHPUT;
+	reply.throughput = &tr;
+	ruda__session_reply(s, &reply);
+}
+
+static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *req)
+{
+	const char *key = req->throughput_set->key;
+	struct ruda_handle_table *t = throughput_table(s);
+	if (!throughput_key_ok(key)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "throughput key empty or over %u bytes", MAX_THROUGHPUT_KEY);
+		return;
+	}
+	/* the first measurement stays; a full table keeps what it has */
+	if (t && !throughput_find(t, key) && t->count < MAX_THROUGHPUTS) {
+		size_t len = strlen(key);
+		struct ruda_throughput *e = malloc(sizeof(*e) + len + 1);
+		if (e) {
+			memcpy(e->key, key, len + 1);
+			e->value = req->throughput_set->value;
+			uint64_t h = key_hash64(key);
+			e->next = ruda__handle_table_remove(t, h);
+			if (ruda__handle_table_insert(t, h, e) < 0) {
+				if (e->next)
+					ruda__handle_table_insert(t, h, e->next);
+				free(e);
+			}
+		}
+	}
+	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+}
+
 /* ---- memory usage ------------------------------------------------------- */
 
 static void handle_memory_usage(struct ruda_session *s, const Ruda__Request *req)
@@ -1051,6 +1138,8 @@ static const struct {
 	[RUDA__REQUEST__BODY_MEMORY_USAGE] = {handle_memory_usage, "MemoryUsage"},
 	[RUDA__REQUEST__BODY_MEMORY_CLEANUP] = {handle_memory_cleanup, "MemoryCleanup"},
 	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact"},
+	[RUDA__REQUEST__BODY_THROUGHPUT_GET] = {handle_throughput_get, "ThroughputGet"},
+	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet"},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)

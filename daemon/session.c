@@ -345,6 +345,19 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
 	free(ctx->scratch);
 	ctx->scratch = NULL;
+	for (uint32_t i = 0; ctx->throughputs && i < ctx->ndevices; i++) {
+		struct ruda_throughput *t;
+		while ((t = ruda__handle_table_pop(&ctx->throughputs[i], NULL))) {
+			while (t) {
+				struct ruda_throughput *next = t->next;
+				free(t);
+				t = next;
+			}
+		}
+		ruda__handle_table_finish(&ctx->throughputs[i]);
+	}
+	free(ctx->throughputs);
+	ctx->throughputs = NULL;
 	uint64_t *bytes;
 	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
 		free(bytes);

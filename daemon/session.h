@@ -41,6 +41,13 @@ struct ruda_session_kernel {
 	struct ruda_pipeline *pipeline; /* owned reference */
 };
 
+/* A measured throughput, found by the hash of its key (and its key). */
+struct ruda_throughput {
+	struct ruda_throughput *next; /* same hash */
+	double value;
+	char key[];
+};
+
 /* What sessions share, owned by the server and handed to each session. */
 struct ruda_session_context {
 	uv_loop_t *loop;
@@ -58,6 +65,8 @@ struct ruda_session_context {
 	uint32_t max_handles;
 	struct ruda_handle_table uid_bytes; /* uid -> uint64_t bytes held */
 	uint8_t *scratch; /* owned: where requests are decoded (dispatch.c) */
+	/* measured throughputs, per device: key hash -> struct ruda_throughput */
+	struct ruda_handle_table *throughputs; /* owned, one table per device */
 	int decoding;     /* a request in the scratch area is being handled */
 	/* the session holding the device alone (rudactl and ExclusiveBegin),
 	 * 0: none; sessions waiting for a lease, in order */

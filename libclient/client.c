@@ -1125,3 +1125,45 @@ ruda_status ruda_client_exclusive(ruda_client *c, void (*task)(void *user), void
 	task(user);
 	return ruda_client_exclusive_end(c);
 }
+
+/* ---- throughput cache ---------------------------------------------------- */
+
+ruda_status ruda_client_measure_throughput(ruda_client *c, const char *key,
+					   int (*probe)(void *user, double *value), void *user,
+					   double *value)
+{
+	if (!c || !key || !probe || !value)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	Ruda__ThroughputGet get = RUDA__THROUGHPUT_GET__INIT;
+	get.key = (char *)key;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_THROUGHPUT_GET;
+	req.throughput_get = &get;
+	Ruda__Reply *reply = NULL;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, &req, &reply, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (st == RUDA_OK && reply->body_case == RUDA__REPLY__BODY_THROUGHPUT) {
+		*value = reply->throughput->value;
+		ruda__reply__free_unpacked(reply, NULL);
+		return RUDA_OK;
+	}
+	if (reply)
+		ruda__reply__free_unpacked(reply, NULL);
+	if (st != RUDA_ERROR_INVALID_HANDLE)
+		return st == RUDA_OK ? RUDA_ERROR_PROTOCOL : st;
+	/* a miss: measure, then tell the daemon */
+	if (probe(user, value) != 0)
+		return RUDA_ERROR_UNSUPPORTED;
+	Ruda__ThroughputSet set = RUDA__THROUGHPUT_SET__INIT;
+	set.key = (char *)key;
+	set.value = *value;
+	Ruda__Request put = RUDA__REQUEST__INIT;
+	put.body_case = RUDA__REQUEST__BODY_THROUGHPUT_SET;
+	put.throughput_set = &set;
+	/* a round trip, so the next client to ask finds it */
+	pthread_mutex_lock(&c->lock);
+	st = round_trip(c, &put, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}

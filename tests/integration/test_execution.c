@@ -255,6 +255,53 @@ START_TEST(submission_timeout)
 }
 END_TEST
 
+static int probe_calls;
+
+static int probe(void *user, double *value)
+{
+	probe_calls++;
+	*value = *(double *)user;
+	return 0;
+}
+
+static int failing_probe(void *user, double *value)
+{
+	(void)user;
+	(void)value;
+	return -1;
+}
+
+/* One client measures; every later one gets the daemon's cached value. */
+START_TEST(throughput_cache_shared)
+{
+	double first = 123.5, other = 999.0, got = 0;
+	ck_assert_int_eq(ruda_client_measure_throughput(client, "copy.f32", probe, &first, &got),
+			 RUDA_OK);
+	ck_assert_int_eq(probe_calls, 1);
+	ck_assert(got == 123.5);
+	ruda_client *b = test_connect(&daemon_, "later");
+	got = 0;
+	ck_assert_int_eq(ruda_client_measure_throughput(b, "copy.f32", probe, &other, &got), RUDA_OK);
+	ck_assert_int_eq(probe_calls, 1); /* not measured again */
+	ck_assert(got == 123.5);
+	/* another key is its own; a failed probe records nothing */
+	ck_assert_int_eq(ruda_client_measure_throughput(b, "reduce", failing_probe, NULL, &got),
+			 RUDA_ERROR_UNSUPPORTED);
+	ck_assert_int_eq(ruda_client_measure_throughput(b, "reduce", probe, &other, &got), RUDA_OK);
+	ck_assert_int_eq(probe_calls, 2);
+	ck_assert(got == 999.0);
+	/* bad keys are refused */
+	char long_key[300];
+	memset(long_key, 'k', sizeof(long_key) - 1);
+	long_key[sizeof(long_key) - 1] = '\0';
+	ck_assert_int_eq(ruda_client_measure_throughput(b, long_key, probe, &other, &got),
+			 RUDA_ERROR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ruda_client_measure_throughput(b, "", probe, &other, &got),
+			 RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_client_close(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("execution");
@@ -268,6 +315,7 @@ int main(void)
 	tcase_add_test(tc, exclusive_holder_killed);
 	tcase_add_test(tc, out_of_bounds_write_is_contained);
 	tcase_add_test(tc, unchecked_needs_policy);
+	tcase_add_test(tc, throughput_cache_shared);
 	tcase_add_test(tc, submission_timeout);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -293,6 +293,19 @@ ruda_status ruda_client_exclusive_end(ruda_client *client);
 /* Run task(user) holding the device alone (ErasedClient::exclusive). */
 ruda_status ruda_client_exclusive(ruda_client *client, void (*task)(void *user), void *user);
 
+/* ---- throughput cache -------------------------------------------------- */
+
+/*
+ * The throughput measured for `key` on this client's device
+ * (ErasedClient::measure_throughput): from rudad's cache, shared by all its
+ * clients, or, on a miss, by calling probe(user, &value) once and recording
+ * its answer for everyone. A probe returning non-zero records nothing and
+ * makes the call return RUDA_ERROR_UNSUPPORTED.
+ */
+ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
+					   int (*probe)(void *user, double *value), void *user,
+					   double *value);
+
 /* ---- introspection ---------------------------------------------------- */
 
 typedef struct ruda_daemon_stats {
