@@ -224,6 +224,72 @@ bench: deps
 	@$(MAKE) --no-print-directory bench-programs
 	$(BENCH_DIR)/bench $(BENCH_ARGS)
 
+# ---- fuzzing and soak ---------------------------------------------------
+#
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_BUILD=$(BUILD)-fuzz] [FUZZ_ARGS=...]
+#   make soak [SOAK_SECONDS=60] [SOAK_CLIENTS=4]
+#
+# fuzz: the libFuzzer targets of tests/fuzz/ built with clang under
+# ASan+UBSan into $(FUZZ_BUILD), each run for FUZZ_SECONDS from its
+# committed corpus (tests/fuzz/corpus/<target>); new inputs go to
+# $(FUZZ_BUILD)/fuzz/corpus-<target>, crashes to $(FUZZ_BUILD)/fuzz/crash-*.
+# clang is installed for this target only; `make check` replays the corpus
+# with gcc (tests/unit/test_fuzz_corpus.c).
+# soak: tests/soak/soak.c: a real rudad, SOAK_CLIENTS processes doing
+# verified random work (some killed and replaced), rudad's RSS and fds
+# sampled; fails on a wrong result, an unexpected error or a leak.
+
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= $(BUILD)-fuzz
+FUZZ_CC ?= clang
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_TARGETS := frame dispatch
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_ARGS ?=
+SOAK_SECONDS ?= 60
+SOAK_CLIENTS ?= 4
+
+.PHONY: fuzz fuzz-deps fuzz-programs soak
+
+# the corpus replay compiles the targets' sources in
+$(BUILD)/tests/test_fuzz_corpus: tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_dispatch.c \
+	tests/fuzz/replay.c
+
+$(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(PROTO_OBJ) $(CLIENT_LIBS)
+
+$(BUILD)/fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
+		| $(BUILD)/shaders/fill.spv
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a $(DAEMON_LIBS)
+
+fuzz-programs: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+fuzz-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(FUZZ_PACKAGES)"
+
+fuzz: deps fuzz-deps
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) CFLAGS="-O1 -g" \
+		SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-programs
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/fuzz/corpus-$$t || exit 1; \
+		echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=60 \
+			-rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/fuzz/ \
+			$(FUZZ_ARGS) $(FUZZ_BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+$(BUILD)/soak/soak: tests/soak/soak.c $(BUILD)/libruda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS) -lm
+
+soak: deps
+	@$(MAKE) --no-print-directory $(BUILD)/rudad $(BUILD)/shaders/fill.spv \
+		$(BUILD)/shaders/add_f32.spv $(BUILD)/soak/soak
+	$(BUILD)/soak/soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS)
+
 # ---- running ------------------------------------------------------------
 
 RUN_SOCKET ?=

@@ -68,7 +68,7 @@ struct reply_waiter {
 	uint64_t session;
 	uint64_t request;
 	enum wait_kind kind;
-	uint64_t arena_request;
+	uint32_t stream;
 	struct ruda_device *device; /* borrowed: devices outlive sessions */
 	int32_t query_pair;         /* WAIT_PROFILE: given back once read */
 	size_t nhandles;
@@ -120,10 +120,14 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_SYNC: {
-		ruda_status st = s->stream.error;
-		ruda__session_reply_status(s, w->request, st, "%s", s->stream.error_message);
-		s->stream.error = RUDA_OK;
-		s->stream.error_message[0] = '\0';
+		struct ruda_stream *st = w->stream ? ruda__handle_table_get(&s->streams, w->stream)
+						   : &s->stream;
+		ruda_status err = st ? st->error : RUDA_OK;
+		ruda__session_reply_status(s, w->request, err, "%s", st ? st->error_message : "");
+		if (st) {
+			st->error = RUDA_OK;
+			st->error_message[0] = '\0';
+		}
 		break;
 	}
 	case WAIT_SYNC_BUFFERS: {
@@ -132,7 +136,7 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 		break;
 	}
 	case WAIT_FENCE:
-		ruda__arena_publish(s->arena, w->arena_request);
+		ruda__session_arena_publish(s);
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_PROFILE:
@@ -154,13 +158,19 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	w->session = s->id;
 	w->request = request;
 	w->kind = kind;
-	w->arena_request = s->stream.arena_request;
+	w->stream = s->current->id;
 	w->device = s->device;
 	w->query_pair = -1;
 	w->nhandles = nhandles;
 	if (nhandles)
 		memcpy(w->handles, handles, nhandles * sizeof(uint64_t));
 	return w;
+}
+
+static void submit_stream(struct ruda_stream *st, void *data)
+{
+	(void)data;
+	ruda__stream_submit(st);
 }
 
 static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_kind kind,
@@ -171,36 +181,14 @@ static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_
 		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	ruda__stream_wait(&s->stream, &w->base);
-}
-
-/* Adds a submission's device time to its session's account. */
-struct account_waiter {
-	struct ruda_waiter base;
-	struct ruda_session_context *ctx;
-	uint64_t session;
-};
-
-static void account_waiter_done(struct ruda_waiter *base, int status)
-{
-	struct account_waiter *w = (struct account_waiter *)base;
-	(void)status;
-	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
-	if (s)
-		s->usage.gpu_time_ns += base->gpu_ns;
-	free(w);
-}
-
-static struct ruda_waiter *make_account_waiter(void *data)
-{
-	struct ruda_session *s = data;
-	struct account_waiter *w = malloc(sizeof(*w));
-	if (!w)
-		return NULL;
-	w->base.done = account_waiter_done;
-	w->ctx = s->ctx;
-	w->session = s->id;
-	return &w->base;
+	if (kind == WAIT_SYNC || kind == WAIT_READ) {
+		ruda__stream_wait(s->current, &w->base);
+		return;
+	}
+	/* the session's work on every stream: on the device's one queue, done
+	 * once the newest submission is */
+	ruda__session_each_stream(s, submit_stream, NULL);
+	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 
 /* ---- handshake ---------------------------------------------------------- */
@@ -319,8 +307,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
-	s->stream.account = make_account_waiter;
-	s->stream.account_data = s;
+	ruda__session_adopt_stream(s, &s->stream);
 	s->state = RUDA_SESSION_READY;
 	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u",
 		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index);
@@ -415,7 +402,7 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 static void handle_empty(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Empty *e = req->empty;
-	struct ruda_stream *st = &s->stream;
+	struct ruda_stream *st = s->current;
 	char why[256];
 	struct ruda_buffer *buffer = NULL;
 	ruda_status status = allocate(s, e->handle, e->size, &buffer, why, sizeof(why));
@@ -472,16 +459,18 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st = transfer_target(s, w->handle, w->offset, w->arena_offset, w->size, &b,
 					 why, sizeof(why));
 	if (st == RUDA_OK)
-		st = ruda__stream_write(&s->stream, b, w->offset, w->arena_offset, w->size);
+		st = ruda__stream_write(s->current, b, w->offset, w->arena_offset, w->size);
+	if (st == RUDA_OK)
+		ruda__stream_note_write(s->current, req->id);
 	if (st == RUDA_OK)
 		s->usage.bytes_uploaded += w->size;
 	if (st != RUDA_OK) {
 		if (st != RUDA_ERROR_INVALID_HANDLE)
 			mark_failed(s, w->handle, st, why);
-		ruda__stream_fail(&s->stream, st, "write (request %llu): %s",
+		ruda__stream_fail(s->current, st, "write (request %llu): %s",
 				  (unsigned long long)req->id, why);
 	}
-	ruda__stream_arena_used(&s->stream, req->id);
+	ruda__session_arena_used(s, req->id);
 }
 
 static void handle_read(struct ruda_session *s, const Ruda__Request *req)
@@ -492,7 +481,7 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st = transfer_target(s, r->handle, r->offset, r->arena_offset, r->size, &b,
 					 why, sizeof(why));
 	if (st == RUDA_OK)
-		st = ruda__stream_read(&s->stream, b, r->offset, r->arena_offset, r->size);
+		st = ruda__stream_read(s->current, b, r->offset, r->arena_offset, r->size);
 	if (st != RUDA_OK) {
 		ruda__session_reply_status(s, req->id, st, "%s", why);
 		return;
@@ -505,7 +494,7 @@ static void release_buffer(struct ruda_session *s, uint64_t id)
 {
 	struct ruda_session_buffer *b = ruda__handle_table_remove(&s->buffers, id);
 	if (!b) {
-		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_HANDLE,
 				  "release: no buffer %llu in this session", (unsigned long long)id);
 		return;
 	}
@@ -654,7 +643,7 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 		st = spec_constants(k, spec, why, sizeof(why));
 	}
 	if (st != RUDA_OK) {
-		ruda__stream_arena_used(&s->stream, req->id);
+		ruda__session_arena_used(s, req->id);
 		ruda__session_reply_status(s, req->id, st, "kernel %llu: %s",
 					   (unsigned long long)k->kernel, why);
 		return;
@@ -681,7 +670,7 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 	};
 	st = ruda__pipeline_acquire(reg, &key, &w->base, &w->pipeline);
 	/* the module has been copied or compared: its arena bytes are free */
-	ruda__stream_arena_used(&s->stream, req->id);
+	ruda__session_arena_used(s, req->id);
 	if (st != RUDA_OK) {
 		free(w);
 		ruda__session_reply_status(s, req->id, st, "kernel %llu: cannot compile",
@@ -711,7 +700,7 @@ static void handle_kernel_release(struct ruda_session *s, const Ruda__Request *r
 	struct ruda_session_kernel *k =
 		ruda__handle_table_remove(&s->kernels, req->kernel_release->kernel);
 	if (!k) {
-		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_HANDLE,
 				  "release: no kernel %llu in this session",
 				  (unsigned long long)req->kernel_release->kernel);
 		return;
@@ -795,7 +784,7 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 	if (st == RUDA_OK) {
 		/* short push constants are zero-padded to the declared size */
 		memcpy(push, l->push_constants.data, l->push_constants.len);
-		st = ruda__stream_launch(&s->stream, k->pipeline, count, bindings,
+		st = ruda__stream_launch(s->current, k->pipeline, count, bindings,
 					 (uint32_t)l->n_bindings, push,
 					 k->pipeline->push_constant_size);
 		if (st != RUDA_OK)
@@ -810,7 +799,7 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		 (unsigned long long)req->id, why);
 	for (size_t i = 0; i < l->n_bindings; i++)
 		mark_failed(s, l->bindings[i]->handle, st, message);
-	ruda__stream_fail(&s->stream, st, "%s", message);
+	ruda__stream_fail(s->current, st, "%s", message);
 }
 
 /* ---- execution ---------------------------------------------------------- */
@@ -818,7 +807,7 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 static void handle_flush(struct ruda_session *s, const Ruda__Request *req)
 {
 	(void)req;
-	ruda__stream_submit(&s->stream);
+	ruda__stream_submit(s->current);
 }
 
 static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
@@ -971,7 +960,7 @@ static void handle_profile_start(struct ruda_session *s, const Ruda__Request *re
 {
 	uint64_t window = req->profile_start->window;
 	if (ruda__handle_table_get(&s->profiles, window)) {
-		ruda__stream_fail(&s->stream, RUDA_ERROR_INVALID_HANDLE,
+		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_HANDLE,
 				  "profile %llu: id already in use", (unsigned long long)window);
 		return;
 	}
@@ -986,7 +975,7 @@ static void handle_profile_start(struct ruda_session *s, const Ruda__Request *re
 		return;
 	}
 	if (p->query_pair >= 0)
-		ruda__stream_profile_mark(&s->stream, p->query_pair, 0);
+		ruda__stream_profile_mark(s->current, p->query_pair, 0);
 }
 
 static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
@@ -1007,14 +996,14 @@ static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_PROFILE, NULL, 0);
-	if (!w || ruda__stream_profile_mark(&s->stream, pair, 1) != RUDA_OK) {
+	if (!w || ruda__stream_profile_mark(s->current, pair, 1) != RUDA_OK) {
 		free(w);
 		ruda__session_profile_release(s, pair);
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	w->query_pair = pair;
-	ruda__stream_wait(&s->stream, &w->base);
+	ruda__stream_wait(s->current, &w->base);
 }
 
 static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *req)
@@ -1030,13 +1019,13 @@ static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
 {
 	/* work queued before the lease goes first */
-	ruda__stream_submit(&s->stream);
+	ruda__session_each_stream(s, submit_stream, NULL);
 	ruda__session_exclusive_begin(s, req->id, req->exclusive_begin->timeout_ms);
 }
 
 static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *req)
 {
-	ruda__stream_submit(&s->stream);
+	ruda__session_each_stream(s, submit_stream, NULL);
 	if (ruda__session_exclusive_end(s) < 0)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
 					   "this session holds no exclusive lease (timed out?)");
@@ -1113,33 +1102,34 @@ typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
 static const struct {
 	handler_fn run;
 	const char *name;
+	int replies; /* always answered (Empty only when it asks to be) */
 } handlers[] = {
-	[RUDA__REQUEST__BODY_HELLO] = {handle_hello, "Hello"},
-	[RUDA__REQUEST__BODY_EMPTY] = {handle_empty, "Empty"},
-	[RUDA__REQUEST__BODY_WRITE] = {handle_write, "Write"},
-	[RUDA__REQUEST__BODY_READ] = {handle_read, "Read"},
-	[RUDA__REQUEST__BODY_RELEASE] = {handle_release, "Release"},
-	[RUDA__REQUEST__BODY_KERNEL_REGISTER] = {handle_kernel_register, "KernelRegister"},
-	[RUDA__REQUEST__BODY_KERNEL_RELEASE] = {handle_kernel_release, "KernelRelease"},
-	[RUDA__REQUEST__BODY_LAUNCH] = {handle_launch, "Launch"},
-	[RUDA__REQUEST__BODY_FLUSH] = {handle_flush, "Flush"},
-	[RUDA__REQUEST__BODY_SYNC] = {handle_sync, "Sync"},
-	[RUDA__REQUEST__BODY_CHECK] = {handle_check, "Check"},
-	[RUDA__REQUEST__BODY_SYNC_BUFFERS] = {handle_sync_buffers, "SyncBuffers"},
-	[RUDA__REQUEST__BODY_FENCE] = {handle_fence, "Fence"},
-	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats"},
-	[RUDA__REQUEST__BODY_ADMIN] = {ruda__admin_handle, "Admin"},
-	[RUDA__REQUEST__BODY_KERNEL_LOOKUP] = {handle_kernel_lookup, "KernelLookup"},
-	[RUDA__REQUEST__BODY_PROFILE_START] = {handle_profile_start, "ProfileStart"},
-	[RUDA__REQUEST__BODY_PROFILE_END] = {handle_profile_end, "ProfileEnd"},
-	[RUDA__REQUEST__BODY_PROFILE_ABANDON] = {handle_profile_abandon, "ProfileAbandon"},
-	[RUDA__REQUEST__BODY_EXCLUSIVE_BEGIN] = {handle_exclusive_begin, "ExclusiveBegin"},
-	[RUDA__REQUEST__BODY_EXCLUSIVE_END] = {handle_exclusive_end, "ExclusiveEnd"},
-	[RUDA__REQUEST__BODY_MEMORY_USAGE] = {handle_memory_usage, "MemoryUsage"},
-	[RUDA__REQUEST__BODY_MEMORY_CLEANUP] = {handle_memory_cleanup, "MemoryCleanup"},
-	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact"},
-	[RUDA__REQUEST__BODY_THROUGHPUT_GET] = {handle_throughput_get, "ThroughputGet"},
-	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet"},
+	[RUDA__REQUEST__BODY_HELLO] = {handle_hello, "Hello", 1},
+	[RUDA__REQUEST__BODY_EMPTY] = {handle_empty, "Empty", 0},
+	[RUDA__REQUEST__BODY_WRITE] = {handle_write, "Write", 0},
+	[RUDA__REQUEST__BODY_READ] = {handle_read, "Read", 1},
+	[RUDA__REQUEST__BODY_RELEASE] = {handle_release, "Release", 0},
+	[RUDA__REQUEST__BODY_KERNEL_REGISTER] = {handle_kernel_register, "KernelRegister", 1},
+	[RUDA__REQUEST__BODY_KERNEL_RELEASE] = {handle_kernel_release, "KernelRelease", 0},
+	[RUDA__REQUEST__BODY_LAUNCH] = {handle_launch, "Launch", 0},
+	[RUDA__REQUEST__BODY_FLUSH] = {handle_flush, "Flush", 0},
+	[RUDA__REQUEST__BODY_SYNC] = {handle_sync, "Sync", 1},
+	[RUDA__REQUEST__BODY_CHECK] = {handle_check, "Check", 1},
+	[RUDA__REQUEST__BODY_SYNC_BUFFERS] = {handle_sync_buffers, "SyncBuffers", 1},
+	[RUDA__REQUEST__BODY_FENCE] = {handle_fence, "Fence", 1},
+	[RUDA__REQUEST__BODY_STATS] = {handle_stats, "Stats", 1},
+	[RUDA__REQUEST__BODY_ADMIN] = {ruda__admin_handle, "Admin", 1},
+	[RUDA__REQUEST__BODY_KERNEL_LOOKUP] = {handle_kernel_lookup, "KernelLookup", 1},
+	[RUDA__REQUEST__BODY_PROFILE_START] = {handle_profile_start, "ProfileStart", 0},
+	[RUDA__REQUEST__BODY_PROFILE_END] = {handle_profile_end, "ProfileEnd", 1},
+	[RUDA__REQUEST__BODY_PROFILE_ABANDON] = {handle_profile_abandon, "ProfileAbandon", 0},
+	[RUDA__REQUEST__BODY_EXCLUSIVE_BEGIN] = {handle_exclusive_begin, "ExclusiveBegin", 1},
+	[RUDA__REQUEST__BODY_EXCLUSIVE_END] = {handle_exclusive_end, "ExclusiveEnd", 1},
+	[RUDA__REQUEST__BODY_MEMORY_USAGE] = {handle_memory_usage, "MemoryUsage", 1},
+	[RUDA__REQUEST__BODY_MEMORY_CLEANUP] = {handle_memory_cleanup, "MemoryCleanup", 0},
+	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact", 1},
+	[RUDA__REQUEST__BODY_THROUGHPUT_GET] = {handle_throughput_get, "ThroughputGet", 1},
+	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet", 1},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
@@ -1183,10 +1173,27 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 			  (unsigned long long)req->id);
 		s->usage.requests++;
 		s->usage.last_request_ms = uv_now(s->ctx->loop);
+		/* every request names its stream; Hello comes before any */
+		s->current = s->state == RUDA_SESSION_READY ? ruda__session_stream(s, req->stream)
+							   : &s->stream;
+		if (!s->current) {
+			s->current = &s->stream;
+			ruda__stream_fail(s->current, RUDA_ERROR_BUSY,
+					  "request %llu: stream %u is one stream too many (at most %u)",
+					  (unsigned long long)req->id, req->stream,
+					  RUDA_SESSION_MAX_STREAMS);
+			if (handlers[body].replies ||
+			    (body == RUDA__REQUEST__BODY_EMPTY && req->empty->reply))
+				ruda__session_reply_status(s, req->id, RUDA_ERROR_BUSY,
+							   "at most %u streams per client",
+							   RUDA_SESSION_MAX_STREAMS);
+			goto done;
+		}
 		ctx->decoding += use_scratch;
 		handlers[body].run(s, req);
 		ctx->decoding -= use_scratch;
 	}
+done:
 	if (!use_scratch)
 		ruda__request__free_unpacked(req, NULL);
 	/* else nothing to free: the scratch area is reused by the next frame */

@@ -21,6 +21,7 @@ static void unthrottle(struct ruda_session *s);
 static void process_frames(struct ruda_session *s);
 static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
+static int saturated(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -54,6 +55,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	ruda__handle_table_init(&s->buffers);
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
+	ruda__handle_table_init(&s->streams);
 	ruda__frame_writer_init(&s->out);
 	int err = ruda__frame_reader_init(&s->in);
 	if (!err)
@@ -115,8 +117,16 @@ void ruda__session_destroy(struct ruda_session *s)
 		free(prof);
 	}
 	ruda__handle_table_finish(&s->profiles);
-	if (s->arena)
+	if (s->arena) {
+		struct ruda_stream *st;
+		while ((st = ruda__handle_table_pop(&s->streams, NULL))) {
+			ruda__stream_finish(st);
+			free(st);
+		}
 		ruda__stream_finish(&s->stream);
+	}
+	ruda__handle_table_finish(&s->streams);
+	free(s->pending_writes);
 	struct ruda_session_buffer *b;
 	while ((b = ruda__handle_table_pop(&s->buffers, NULL))) {
 		if (b->buffer) {
@@ -166,7 +176,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 	struct ruda_session **link = &ctx->throttled;
 	while (*link) {
 		struct ruda_session *s = *link;
-		if (ruda__stream_saturated(&s->stream) || locked_out(s)) {
+		if (saturated(s) || locked_out(s)) {
 			link = &s->throttled_next;
 			continue;
 		}
@@ -177,6 +187,159 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
 		process_frames(s); /* those already received come first */
 	}
+}
+
+/* ---- streams and arena progress ------------------------------------------ */
+
+void ruda__session_each_stream(struct ruda_session *s,
+			       void (*fn)(struct ruda_stream *stream, void *data), void *data)
+{
+	fn(&s->stream, data);
+	for (size_t i = 0; i < s->streams.cap; i++)
+		if (s->streams.slots[i].value)
+			fn(s->streams.slots[i].value, data);
+}
+
+static void newest(struct ruda_stream *st, void *data)
+{
+	struct ruda_stream **best = data;
+	if (st->last_value > (*best)->last_value)
+		*best = st;
+}
+
+struct ruda_stream *ruda__session_latest_stream(struct ruda_session *s)
+{
+	struct ruda_stream *best = &s->stream;
+	ruda__session_each_stream(s, newest, &best);
+	return best;
+}
+
+/* Every upload the stream has recorded but not submitted bounds progress. */
+static void recorded_bound(struct ruda_stream *st, void *data)
+{
+	uint64_t *bound = data;
+	if (st->rec_first_write && st->rec_first_write - 1 < *bound)
+		*bound = st->rec_first_write - 1;
+}
+
+void ruda__session_arena_publish(struct ruda_session *s)
+{
+	if (!s->arena)
+		return;
+	/* submissions complete in order on the device's one queue: drop those
+	 * done, and the first still running bounds progress */
+	uint64_t done = atomic_load(&s->device->completed);
+	while (s->pending_count &&
+	       s->pending_writes[s->pending_first % s->pending_cap].value <= done) {
+		s->pending_first++;
+		s->pending_count--;
+	}
+	uint64_t bound = s->arena_seen;
+	if (s->pending_overflow.first_write) {
+		if (s->pending_overflow.value <= done)
+			s->pending_overflow = (struct ruda_pending_write){0};
+		else if (s->pending_overflow.first_write - 1 < bound)
+			bound = s->pending_overflow.first_write - 1;
+	}
+	for (size_t i = 0; i < s->pending_count; i++) {
+		uint64_t first = s->pending_writes[(s->pending_first + i) % s->pending_cap].first_write;
+		if (first - 1 < bound)
+			bound = first - 1;
+	}
+	ruda__session_each_stream(s, recorded_bound, &bound);
+	ruda__arena_publish(s->arena, bound);
+}
+
+void ruda__session_arena_used(struct ruda_session *s, uint64_t id)
+{
+	if (id > s->arena_seen)
+		s->arena_seen = id;
+	ruda__session_arena_publish(s);
+}
+
+/* Told when one of the session's submissions completes: its device time,
+ * and the arena progress it allows. */
+struct submission_waiter {
+	struct ruda_waiter base;
+	struct ruda_session_context *ctx;
+	uint64_t session;
+};
+
+static void submission_done(struct ruda_waiter *base, int status)
+{
+	struct submission_waiter *w = (struct submission_waiter *)base;
+	(void)status;
+	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (s) {
+		s->usage.gpu_time_ns += base->gpu_ns;
+		ruda__session_arena_publish(s);
+	}
+	free(w);
+}
+
+static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_write)
+{
+	if (s->pending_count == s->pending_cap) {
+		size_t cap = s->pending_cap ? s->pending_cap * 2 : 8;
+		struct ruda_pending_write *p = malloc(cap * sizeof(*p));
+		if (!p)
+			return -1;
+		for (size_t i = 0; i < s->pending_count; i++)
+			p[i] = s->pending_writes[(s->pending_first + i) % s->pending_cap];
+		free(s->pending_writes);
+		s->pending_writes = p;
+		s->pending_cap = cap;
+		s->pending_first = 0;
+	}
+	s->pending_writes[(s->pending_first + s->pending_count++) % s->pending_cap] =
+		(struct ruda_pending_write){.value = value, .first_write = first_write};
+	return 0;
+}
+
+static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t first_write)
+{
+	struct ruda_session *s = data;
+	if (first_write && pending_push(s, sub->value, first_write) < 0) {
+		/* out of memory: fold it into one coarser entry, which holds
+		 * progress back until everything it covers is done */
+		if (!s->pending_overflow.first_write || first_write < s->pending_overflow.first_write)
+			s->pending_overflow.first_write = first_write;
+		if (sub->value > s->pending_overflow.value)
+			s->pending_overflow.value = sub->value;
+	}
+	struct submission_waiter *w = malloc(sizeof(*w));
+	if (!w)
+		return; /* no device time for it; progress comes with the next */
+	w->base.done = submission_done;
+	w->ctx = s->ctx;
+	w->session = s->id;
+	ruda__submission_add_waiter(sub, &w->base);
+}
+
+void ruda__session_adopt_stream(struct ruda_session *s, struct ruda_stream *st)
+{
+	st->submitted = stream_submitted;
+	st->submitted_data = s;
+}
+
+struct ruda_stream *ruda__session_stream(struct ruda_session *s, uint32_t id)
+{
+	if (id == 0)
+		return &s->stream;
+	struct ruda_stream *st = ruda__handle_table_get(&s->streams, id);
+	if (st || s->streams.count >= RUDA_SESSION_MAX_STREAMS)
+		return st;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return NULL;
+	ruda__stream_init(st, s->device, s->arena, &s->ctx->dirty);
+	st->id = id;
+	ruda__session_adopt_stream(s, st);
+	if (ruda__handle_table_insert(&s->streams, id, st) < 0) {
+		free(st);
+		return NULL;
+	}
+	return st;
 }
 
 /* ---- memory accounting ------------------------------------------------- */
@@ -220,6 +383,12 @@ void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t
 	s->requested -= requested;
 }
 
+static void submit_one(struct ruda_stream *st, void *data)
+{
+	(void)data;
+	ruda__stream_submit(st);
+}
+
 /* Gives a timestamp pair back once the work that may still write it is
  * done. */
 struct pair_waiter {
@@ -246,7 +415,9 @@ void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
 	w->base.done = pair_waiter_done;
 	w->device = s->device;
 	w->pair = pair;
-	ruda__stream_wait(&s->stream, &w->base);
+	/* the pair may be on any stream: wait for the session's newest work */
+	ruda__session_each_stream(s, submit_one, NULL);
+	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 
 /* ---- exclusive access ---------------------------------------------------- */
@@ -468,6 +639,19 @@ void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_s
 
 /* Run the complete frames buffered, until the stream has as much GPU work
  * in flight as one client may have. */
+static void any_saturated(struct ruda_stream *st, void *data)
+{
+	*(int *)data |= ruda__stream_saturated(st);
+}
+
+/* One of the session's streams has as much in flight as it may. */
+static int saturated(struct ruda_session *s)
+{
+	int full = 0;
+	ruda__session_each_stream(s, any_saturated, &full);
+	return full;
+}
+
 /* Another session holds the device alone. */
 static int locked_out(const struct ruda_session *s)
 {
@@ -501,7 +685,7 @@ static void process_frames(struct ruda_session *s)
 		/* backpressure: take no more requests until the GPU catches up
 		 * (or the session holding the device alone is done) */
 		if (s->state == RUDA_SESSION_READY &&
-		    (ruda__stream_saturated(&s->stream) || locked_out(s)))
+		    (saturated(s) || locked_out(s)))
 			throttle(s);
 	}
 }

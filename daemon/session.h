@@ -125,7 +125,17 @@ struct ruda_session {
 
 	struct ruda_device *device; /* borrowed */
 	struct ruda_arena *arena;   /* owned reference */
-	struct ruda_stream stream;
+	struct ruda_stream stream;  /* stream 0 */
+	struct ruda_stream *current; /* the stream of the request being handled */
+	struct ruda_handle_table streams; /* id -> struct ruda_stream, the others */
+	/* arena progress: the newest request that used the arena, and the first
+	 * upload of each submission still in flight (in submission order) */
+	uint64_t arena_seen;
+	struct ruda_pending_write {
+		uint64_t value, first_write;
+	} *pending_writes;
+	size_t pending_first, pending_count, pending_cap;
+	struct ruda_pending_write pending_overflow; /* when the list could not grow */
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
 	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
@@ -152,6 +162,28 @@ int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
 int ruda__session_exclusive_end(struct ruda_session *session);
+/* Streams a session may have besides stream 0. */
+#define RUDA_SESSION_MAX_STREAMS 64u
+
+/* Stream `id` of the session, made on first use; NULL when the session
+ * has RUDA_SESSION_MAX_STREAMS already (or no memory). */
+struct ruda_stream *ruda__session_stream(struct ruda_session *session, uint32_t id);
+/* Call fn on every stream of the session, stream 0 first. */
+void ruda__session_each_stream(struct ruda_session *session,
+			       void (*fn)(struct ruda_stream *stream, void *data), void *data);
+/* The stream whose last submission is the newest (the session's work is
+ * done once it is). */
+struct ruda_stream *ruda__session_latest_stream(struct ruda_session *session);
+/* Request `id` used arena bytes; tell the client which requests' bytes it
+ * may reuse now. */
+void ruda__session_arena_used(struct ruda_session *session, uint64_t id);
+/* Publish arena progress: every request up to the first upload still
+ * recorded or in flight, on any stream. */
+void ruda__session_arena_publish(struct ruda_session *session);
+/* Make stream `s` report its submissions to the session (at Hello and
+ * when a stream is made). */
+void ruda__session_adopt_stream(struct ruda_session *session, struct ruda_stream *stream);
+
 /* Account a buffer of `allocated` device bytes (`requested` asked for) to
  * the session and its uid; RUDA_ERROR_QUOTA when over a limit (then
  * nothing is charged). */

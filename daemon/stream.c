@@ -10,22 +10,6 @@
 #include "log.h"
 #include "pipeline.h"
 
-/* Publishes arena progress when the submission it rides on completes. */
-struct arena_waiter {
-	struct ruda_waiter base;
-	struct ruda_arena *arena; /* owned reference */
-	uint64_t request;
-};
-
-static void arena_waiter_done(struct ruda_waiter *w, int status)
-{
-	struct arena_waiter *aw = (struct arena_waiter *)w;
-	if (status == RUDA_OK)
-		ruda__arena_publish(aw->arena, aw->request);
-	ruda_ref_put(&aw->arena->ref);
-	free(aw);
-}
-
 void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
 		       struct ruda_arena *arena, struct ruda_stream **dirty_list)
 {
@@ -66,17 +50,10 @@ void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fm
 	va_end(ap);
 }
 
-static int stream_idle(const struct ruda_stream *s)
+void ruda__stream_note_write(struct ruda_stream *s, uint64_t id)
 {
-	return !s->recording && s->last_value <= atomic_load(&s->device->completed);
-}
-
-void ruda__stream_arena_used(struct ruda_stream *s, uint64_t id)
-{
-	if (id > s->arena_request)
-		s->arena_request = id;
-	if (stream_idle(s))
-		ruda__arena_publish(s->arena, s->arena_request);
+	if (!s->rec_first_write)
+		s->rec_first_write = id;
 }
 
 /* The command buffer to record into, after a barrier that orders the new
@@ -200,16 +177,8 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	struct ruda_submission *sub = s->recording;
 	s->recording = NULL;
 	undirty(s);
-	struct arena_waiter *aw = malloc(sizeof(*aw));
-	if (aw) {
-		aw->base.done = arena_waiter_done;
-		aw->arena = (struct ruda_arena *)ruda_ref_get(&s->arena->ref);
-		aw->request = s->arena_request;
-		ruda__submission_add_waiter(sub, &aw->base);
-	}
-	struct ruda_waiter *account = s->account ? s->account(s->account_data) : NULL;
-	if (account)
-		ruda__submission_add_waiter(sub, account);
+	uint64_t first_write = s->rec_first_write;
+	s->rec_first_write = 0;
 	if (ruda__submission_submit(sub) < 0) {
 		ruda_status why = ruda__device_failure(s->device);
 		if (why == RUDA_OK)
@@ -221,6 +190,8 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	}
 	s->last_value = sub->value;
 	s->recent[s->recent_next++ % RUDA_STREAM_MAX_INFLIGHT] = sub->value;
+	if (s->submitted)
+		s->submitted(s->submitted_data, sub, first_write);
 	return RUDA_OK;
 }
 

@@ -29,19 +29,21 @@ struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
 	struct ruda_arena *arena;   /* borrowed from the session */
 	struct ruda_submission *recording;
+	uint32_t id;
 	uint64_t last_value;    /* timeline value of the last submission */
 	uint64_t recent[RUDA_STREAM_MAX_INFLIGHT]; /* values of the last submissions */
 	unsigned recent_next;
-	uint64_t arena_request; /* newest request id that used the arena */
+	uint64_t rec_first_write; /* first arena upload recorded since the last submit */
 	/* streams with a recording, submitted at the end of the loop iteration */
 	struct ruda_stream *dirty_next;
 	struct ruda_stream **dirty_list; /* borrowed list head */
 	int dirty;
 
-	/* makes a waiter that accounts each submission's device time to the
-	 * stream's owner (optional) */
-	struct ruda_waiter *(*account)(void *data);
-	void *account_data;
+	/* told of each submission once it is on the queue; `first_write` is
+	 * its first arena upload, 0 if none (the owner tracks arena progress
+	 * and device time with it) */
+	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
+	void *submitted_data;
 
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
@@ -61,9 +63,8 @@ void ruda__stream_finish(struct ruda_stream *s);
 void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Note that request `id` used arena bytes: publish it as done once the work
- * recorded so far has completed (at once when the stream is idle). */
-void ruda__stream_arena_used(struct ruda_stream *s, uint64_t id);
+/* Note that request `id` recorded an upload from the arena. */
+void ruda__stream_note_write(struct ruda_stream *s, uint64_t id);
 
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size);

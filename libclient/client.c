@@ -48,6 +48,7 @@ struct ruda_client {
 	int broken; /* the connection is gone */
 	struct waiting *waiting;
 	uint64_t next_request, next_handle, next_kernel, next_window;
+	uint32_t stream; /* where requests go; guarded by lock */
 
 	uint8_t *arena; /* the shared memory, mapped */
 	uint64_t arena_size, data_offset;
@@ -89,6 +90,7 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 	if (c->broken)
 		return RUDA_ERROR_DISCONNECTED;
 	req->id = c->next_request++;
+	req->stream = c->stream;
 	size_t size = ruda__request__get_packed_size(req);
 	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
 			       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
@@ -1166,4 +1168,26 @@ ruda_status ruda_client_measure_throughput(ruda_client *c, const char *key,
 	st = round_trip(c, &put, NULL, NULL);
 	pthread_mutex_unlock(&c->lock);
 	return st;
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+ruda_stream ruda_client_execution_stream(const ruda_client *c)
+{
+	return c ? __atomic_load_n(&c->stream, __ATOMIC_RELAXED) : 0;
+}
+
+ruda_status ruda_client_set_stream(ruda_client *c, ruda_stream stream)
+{
+	if (!c)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&c->lock);
+	c->stream = stream;
+	pthread_mutex_unlock(&c->lock);
+	return RUDA_OK;
+}
+
+int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
+{
+	return a && b && a == b; /* one client is one session: its stream is shared */
 }

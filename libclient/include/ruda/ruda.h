@@ -250,6 +250,25 @@ ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel
 
 /* ---- execution -------------------------------------------------------- */
 
+/*
+ * Streams: work on one stream runs in order; different streams are
+ * unordered unless the caller orders them (a sync). Errors are recorded on
+ * the stream of the request that failed, and ruda_client_sync waits for and
+ * reports the current stream. A client starts on stream 0; rudad allows 64
+ * more per client.
+ */
+typedef uint32_t ruda_stream;
+
+/* The stream this client's requests go to (ErasedClient::execution_stream). */
+ruda_stream ruda_client_execution_stream(const ruda_client *client);
+/* Send this client's requests to `stream` from now on
+ * (ErasedClient::set_stream). The caller orders accesses across streams. */
+ruda_status ruda_client_set_stream(ruda_client *client, ruda_stream stream);
+/* Whether both handles reach the same session and stream
+ * (ErasedClient::same_execution_queue). */
+int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b);
+
+
 /* Send queued requests and have the daemon submit them; no wait. */
 ruda_status ruda_client_flush(ruda_client *client);
 
