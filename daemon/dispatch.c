@@ -379,11 +379,14 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 			 (unsigned long long)handle, s->ctx->max_handles);
 		return RUDA_ERROR_BUSY;
 	}
+	*out = NULL;
 	ruda_status st = ruda__buffer_create(s->device, size, out);
 	if (st == RUDA_OK) {
 		st = ruda__session_charge(s, (*out)->allocated, size);
-		if (st != RUDA_OK)
+		if (st != RUDA_OK) {
 			ruda__buffer_put(*out);
+			*out = NULL; /* the id keeps the error, not the buffer */
+		}
 	}
 	if (st == RUDA_ERROR_QUOTA)
 		snprintf(why, why_len,
@@ -583,7 +586,7 @@ static ruda_status spec_constants(const Ruda__KernelRegister *k, ruda_spec_const
 				return RUDA_ERROR_INVALID_ARGUMENT;
 			}
 		out[i] = (ruda_spec_constant){.id = c->id, .size = (uint32_t)c->value.len};
-		memcpy(&out[i].value, c->value.data, c->value.len);
+		memcpy(&out[i].value, c->value.data, c->value.len); /* 4 or 8: never empty */
 	}
 	return RUDA_OK;
 }
@@ -783,7 +786,8 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		st = launch_bindings(s, l, bindings, why, sizeof(why));
 	if (st == RUDA_OK) {
 		/* short push constants are zero-padded to the declared size */
-		memcpy(push, l->push_constants.data, l->push_constants.len);
+		if (l->push_constants.len)
+			memcpy(push, l->push_constants.data, l->push_constants.len);
 		st = ruda__stream_launch(s->current, k->pipeline, count, bindings,
 					 (uint32_t)l->n_bindings, push,
 					 k->pipeline->push_constant_size);

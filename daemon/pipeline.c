@@ -31,7 +31,7 @@ static uint64_t key_hash(const struct ruda_pipeline_key *k)
 	h = fnv1a(h, k->entry_point, strlen(k->entry_point) + 1);
 	h = fnv1a(h, &k->binding_count, sizeof(k->binding_count));
 	h = fnv1a(h, &k->push_constant_size, sizeof(k->push_constant_size));
-	return fnv1a(h, k->spec, k->nspec * sizeof(*k->spec));
+	return k->nspec ? fnv1a(h, k->spec, k->nspec * sizeof(*k->spec)) : h;
 }
 
 static int key_matches(const struct ruda_pipeline *p, const struct ruda_pipeline_key *k,
@@ -41,7 +41,7 @@ static int key_matches(const struct ruda_pipeline *p, const struct ruda_pipeline
 	       p->binding_count == k->binding_count &&
 	       p->push_constant_size == k->push_constant_size &&
 	       p->nspec == k->nspec && strcmp(p->entry_point, k->entry_point) == 0 &&
-	       memcmp(p->spec, k->spec, k->nspec * sizeof(*k->spec)) == 0 &&
+	       (!k->nspec || memcmp(p->spec, k->spec, k->nspec * sizeof(*k->spec)) == 0) &&
 	       memcmp(p->spirv, k->spirv, k->spirv_size) == 0;
 }
 

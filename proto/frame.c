@@ -254,7 +254,8 @@ int ruda__frame_writer_append(struct ruda_frame_writer *w, const void *payload, 
 		memcpy(s->fds, fds, nfds * sizeof(int));
 	}
 	ruda__frame_header_encode(w->buf + w->end, length, nfds);
-	memcpy(w->buf + w->end + RUDA_FRAME_HEADER_SIZE, payload, length);
+	if (length)
+		memcpy(w->buf + w->end + RUDA_FRAME_HEADER_SIZE, payload, length);
 	w->end += RUDA_FRAME_HEADER_SIZE + length;
 	return 0;
 }
