@@ -232,6 +232,27 @@ static ruda_status round_trip(ruda_client *c, Ruda__Request *req, Ruda__Reply **
 	return st == RUDA_OK ? call_finish(c, &w, out, fd) : st;
 }
 
+/* A round trip, taking the lock. */
+static ruda_status call(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, req, out, NULL);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+/* Queue a request that needs no answer (and send it at once when `now`),
+ * taking the lock. */
+static ruda_status post(ruda_client *c, Ruda__Request *req, int now)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue(c, req);
+	if (st == RUDA_OK && now)
+		st = send_queued(c);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
 /* ---- arena -------------------------------------------------------------- */
 
 static uint64_t arena_completed(ruda_client *c)
@@ -572,9 +593,7 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 	req.body_case = RUDA__REQUEST__BODY_MEMORY_USAGE;
 	req.memory_usage = &m;
 	Ruda__Reply *reply = NULL;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, &reply, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_MEMORY_USAGE)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK)
@@ -600,11 +619,7 @@ ruda_status ruda_client_memory_cleanup(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_MEMORY_CLEANUP;
 	req.memory_cleanup = &m;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	if (st == RUDA_OK)
-		st = send_queued(c);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 1);
 	return st;
 }
 
@@ -616,9 +631,7 @@ ruda_status ruda_client_memory_compact(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_MEMORY_COMPACT;
 	req.memory_compact = &m;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, NULL, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, NULL);
 	return st;
 }
 
@@ -746,9 +759,7 @@ ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_RELEASE;
 	req.release = &r;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 0);
 	return st;
 }
 
@@ -831,9 +842,7 @@ ruda_status ruda_client_kernel_lookup(ruda_client *c, const uint32_t *spirv, siz
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_KERNEL_LOOKUP;
 	req.kernel_lookup = &l;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, NULL, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, NULL);
 	*held = st == RUDA_OK;
 	return st == RUDA_ERROR_INVALID_HANDLE ? RUDA_OK : st;
 }
@@ -847,9 +856,7 @@ ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_KERNEL_RELEASE;
 	req.kernel_release = &r;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 0);
 	return st;
 }
 
@@ -884,9 +891,7 @@ static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_LAUNCH;
 	req.launch = &l;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 0);
 	return st;
 }
 
@@ -914,11 +919,7 @@ ruda_status ruda_client_flush(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_FLUSH;
 	req.flush = &f;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	if (st == RUDA_OK)
-		st = send_queued(c);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 1);
 	return st;
 }
 
@@ -930,9 +931,7 @@ ruda_status ruda_client_sync(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_SYNC;
 	req.sync = &s;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, NULL, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, NULL);
 	return st;
 }
 
@@ -960,9 +959,7 @@ static ruda_status handles_request(ruda_client *c, const ruda_handle *handles, s
 		req.body_case = RUDA__REQUEST__BODY_CHECK;
 		req.check = &check;
 	}
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, NULL, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, NULL);
 	free(ids);
 	return st;
 }
@@ -986,9 +983,7 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 	req.body_case = RUDA__REQUEST__BODY_STATS;
 	req.stats = &s;
 	Ruda__Reply *reply = NULL;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, &reply, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_STATS)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK) {
@@ -1045,9 +1040,7 @@ ruda_status ruda_client_profile_end(ruda_client *c, ruda_profile_window window,
 	req.body_case = RUDA__REQUEST__BODY_PROFILE_END;
 	req.profile_end = &p;
 	Ruda__Reply *reply = NULL;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, &reply, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_PROFILE)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK)
@@ -1066,9 +1059,7 @@ ruda_status ruda_client_profile_abandon(ruda_client *c, ruda_profile_window wind
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_PROFILE_ABANDON;
 	req.profile_abandon = &p;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = queue(c, &req);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = post(c, &req, 0);
 	return st;
 }
 
@@ -1086,14 +1077,6 @@ ruda_status ruda_client_profile(ruda_client *c, void (*task)(void *user), void *
 	return ruda_client_profile_end(c, w, duration_ns);
 }
 
-static ruda_status simple_round_trip(ruda_client *c, Ruda__Request *req)
-{
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, req, NULL, NULL);
-	pthread_mutex_unlock(&c->lock);
-	return st;
-}
-
 ruda_status ruda_client_exclusive_begin(ruda_client *c, uint32_t timeout_ms)
 {
 	if (!c)
@@ -1103,7 +1086,7 @@ ruda_status ruda_client_exclusive_begin(ruda_client *c, uint32_t timeout_ms)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_EXCLUSIVE_BEGIN;
 	req.exclusive_begin = &e;
-	return simple_round_trip(c, &req);
+	return call(c, &req, NULL);
 }
 
 ruda_status ruda_client_exclusive_end(ruda_client *c)
@@ -1114,7 +1097,7 @@ ruda_status ruda_client_exclusive_end(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_EXCLUSIVE_END;
 	req.exclusive_end = &e;
-	return simple_round_trip(c, &req);
+	return call(c, &req, NULL);
 }
 
 ruda_status ruda_client_exclusive(ruda_client *c, void (*task)(void *user), void *user)
@@ -1142,9 +1125,7 @@ ruda_status ruda_client_measure_throughput(ruda_client *c, const char *key,
 	req.body_case = RUDA__REQUEST__BODY_THROUGHPUT_GET;
 	req.throughput_get = &get;
 	Ruda__Reply *reply = NULL;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, &reply, NULL);
-	pthread_mutex_unlock(&c->lock);
+	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case == RUDA__REPLY__BODY_THROUGHPUT) {
 		*value = reply->throughput->value;
 		ruda__reply__free_unpacked(reply, NULL);
