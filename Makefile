@@ -39,7 +39,7 @@ GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BU
 	$(BUILD)/gen/status_check.c
 
 DAEMON_SRC := $(wildcard daemon/*.c)
-PROTO_SRC := proto/frame.c proto/sha256.c
+PROTO_SRC := proto/frame.c proto/sha256.c proto/socket_path.c
 CLIENT_SRC := $(wildcard libclient/*.c)
 CLIENT_SRC := $(filter-out libclient/rudactl%.c,$(CLIENT_SRC))
 RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))

@@ -11,25 +11,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../proto/socket_path.h"
 #include "arena.h"
 #include "device.h"
 #include "log.h"
 
 int ruda__default_socket_path(char *buf, size_t len)
 {
-	const char *env = getenv("RUDA_SOCKET");
-	int n;
-	if (env && *env)
-		n = snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/ruda/rudad.sock");
-	else {
-		const char *xdg = getenv("XDG_RUNTIME_DIR");
-		if (!xdg || !*xdg)
-			return -ENOENT;
-		n = snprintf(buf, len, "%s/ruda/rudad.sock", xdg);
-	}
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return ruda__socket_path(NULL, buf, len);
 }
 
 static void on_tick(uv_check_t *check)

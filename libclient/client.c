@@ -17,6 +17,7 @@
 #include "../proto/arena_header.h"
 #include "../proto/frame.h"
 #include "../proto/sha256.h"
+#include "../proto/socket_path.h"
 #include "arena_ring.h"
 #include "ruda.pb-c.h"
 
@@ -310,24 +311,6 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 
 /* ---- connection --------------------------------------------------------- */
 
-static int socket_path(const ruda_connect_options *o, char *buf, size_t len)
-{
-	const char *env = getenv("RUDA_SOCKET");
-	int n;
-	if (o && o->socket_path)
-		n = snprintf(buf, len, "%s", o->socket_path);
-	else if (env && *env)
-		n = snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/ruda/rudad.sock");
-	else {
-		const char *xdg = getenv("XDG_RUNTIME_DIR");
-		if (!xdg || !*xdg)
-			return -ENOENT;
-		n = snprintf(buf, len, "%s/ruda/rudad.sock", xdg);
-	}
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d)
 {
@@ -434,7 +417,8 @@ static void client_free(ruda_client *c)
 ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	if (!out || socket_path(options, addr.sun_path, sizeof(addr.sun_path)) < 0)
+	if (!out || ruda__socket_path(options ? options->socket_path : NULL, addr.sun_path,
+					    sizeof(addr.sun_path)) < 0)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	ruda_client *c = calloc(1, sizeof(*c));
 	if (!c)

@@ -17,6 +17,8 @@
 
 #include <ruda/ruda.h>
 
+#include "../proto/socket_path.h"
+
 #ifndef RUDA_VERSION
 #define RUDA_VERSION "0.0.0"
 #endif
@@ -168,26 +170,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Like libruda: --socket, $RUDA_SOCKET, /run/ruda/rudad.sock for root,
- * $XDG_RUNTIME_DIR/ruda/rudad.sock otherwise. */
-static int socket_path(const char *given, char *buf, size_t len)
-{
-	const char *env = getenv("RUDA_SOCKET");
-	int n;
-	if (given)
-		n = snprintf(buf, len, "%s", given);
-	else if (env && *env)
-		n = snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/ruda/rudad.sock");
-	else {
-		const char *xdg = getenv("XDG_RUNTIME_DIR");
-		if (!xdg || !*xdg)
-			return -ENOENT;
-		n = snprintf(buf, len, "%s/ruda/rudad.sock", xdg);
-	}
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 static int send_request(struct ctl *c, Ruda__Request *req)
 {
@@ -262,7 +244,7 @@ static const char *recv_error(int err)
 
 static int ctl_connect(struct ctl *c, const char *given)
 {
-	int err = socket_path(given, c->socket, sizeof(c->socket));
+	int err = ruda__socket_path(given, c->socket, sizeof(c->socket));
 	if (err == -ENOENT) {
 		fprintf(stderr, "rudactl: no socket to try: pass --socket, or set RUDA_SOCKET or "
 				"XDG_RUNTIME_DIR\n");
