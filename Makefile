@@ -244,7 +244,11 @@ FUZZ_BUILD ?= $(BUILD)-fuzz
 FUZZ_CC ?= clang
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_TARGETS := frame dispatch
-FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+# UBSan stops at the first report, and LSan reports, except those of known
+# open bugs (tests/fuzz/*.supp)
+FUZZ_ENV := UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(abspath tests/fuzz/ubsan.supp) \
+	LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp)
 FUZZ_ARGS ?=
 SOAK_SECONDS ?= 60
 SOAK_CLIENTS ?= 4
@@ -276,7 +280,7 @@ fuzz: deps fuzz-deps
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p $(FUZZ_BUILD)/fuzz/corpus-$$t || exit 1; \
 		echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
-		$(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=60 \
+		$(FUZZ_ENV) $(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=60 \
 			-rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/fuzz/ \
 			$(FUZZ_ARGS) $(FUZZ_BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
 	done

@@ -112,7 +112,10 @@ static void fd_setup(void)
 	FD_CHECK(physical >= 0);
 	struct ruda_device *d;
 	FD_CHECK(ruda__device_create(&fd_state.vk, (uint32_t)physical, 0, &fd_state.loop, &d) == 0);
-	uv_unref((uv_handle_t *)&d->async);
+	/* the async stays referenced (rudad unrefs it, its listening socket
+	 * keeps the loop alive): uv_run does nothing on a loop with nothing
+	 * referenced, and completions would never be seen once the session's
+	 * socket is closed */
 	d->submission_timeout_ns = 20ull * 1000 * 1000 * 1000;
 	fd_state.devices[0] = d;
 	FD_CHECK(ruda__pipeline_registry_init(&fd_state.registry, d, &fd_state.loop) == 0);
@@ -320,7 +323,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ruda__session_kill(s);
 	fd_turn(sv[1]);
 	for (int i = 0; fd_busy(); i++) {
-		FD_CHECK(i < 200000); /* 20 s */
+		if (i == 200000) /* 20 s */
+			fprintf(stderr, "fuzz_dispatch: still busy: %zu submissions in flight "
+				"(completed %llu of %llu), %zu compiling, dead sessions %d\n",
+				fd_state.devices[0]->inflight_count,
+				(unsigned long long)atomic_load(&fd_state.devices[0]->completed),
+				(unsigned long long)fd_state.devices[0]->submitted,
+				fd_state.registry.compiling, fd_state.ctx.dead != NULL);
+		FD_CHECK(i < 200000);
 		fd_sleep_us(100);
 		fd_turn(sv[1]);
 	}

@@ -9,7 +9,8 @@
  *
  * Checked besides what the sanitizers see: feeding never fails while the
  * reader has room, a reader that is full always has a frame to give, a
- * decoded request packs to a message that decodes again.
+ * decoded request packs again, and what that decodes to (when protobuf-c
+ * takes it: see ff_decode) has the same id and request type.
  *
  * Built by `make fuzz` with clang -fsanitize=fuzzer,address,undefined, and
  * with gcc into tests/unit/test_fuzz_corpus.c, which replays the corpus.
@@ -74,9 +75,13 @@ static void ff_decode(const struct ruda_frame *frame)
 	FF_CHECK(packed != NULL);
 	FF_CHECK(ruda__request__pack(req, packed) == size);
 	Ruda__Request *again = ruda__request__unpack(NULL, size, packed);
-	FF_CHECK(again != NULL);
-	FF_CHECK(again->id == req->id && again->body_case == req->body_case);
-	ruda__request__free_unpacked(again, NULL);
+	/* not always: protobuf-c keeps an unknown field of number 0 when
+	 * decoding, then packs a tag it refuses to decode (rudad never packs
+	 * a request, so this does not reach it) */
+	if (again) {
+		FF_CHECK(again->id == req->id && again->body_case == req->body_case);
+		ruda__request__free_unpacked(again, NULL);
+	}
 	free(packed);
 	/* nothing to free from the scratch area */
 }
