@@ -167,12 +167,6 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	return w;
 }
 
-static void submit_stream(struct ruda_stream *st, void *data)
-{
-	(void)data;
-	ruda__stream_submit(st);
-}
-
 static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_kind kind,
 			    const uint64_t *handles, size_t nhandles)
 {
@@ -187,7 +181,7 @@ static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_
 	}
 	/* the session's work on every stream: on the device's one queue, done
 	 * once the newest submission is */
-	ruda__session_each_stream(s, submit_stream, NULL);
+	ruda__session_submit_all(s);
 	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 
@@ -1023,13 +1017,13 @@ static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
 {
 	/* work queued before the lease goes first */
-	ruda__session_each_stream(s, submit_stream, NULL);
+	ruda__session_submit_all(s);
 	ruda__session_exclusive_begin(s, req->id, req->exclusive_begin->timeout_ms);
 }
 
 static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *req)
 {
-	ruda__session_each_stream(s, submit_stream, NULL);
+	ruda__session_submit_all(s);
 	if (ruda__session_exclusive_end(s) < 0)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
 					   "this session holds no exclusive lease (timed out?)");

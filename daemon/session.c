@@ -389,6 +389,11 @@ static void submit_one(struct ruda_stream *st, void *data)
 	ruda__stream_submit(st);
 }
 
+void ruda__session_submit_all(struct ruda_session *s)
+{
+	ruda__session_each_stream(s, submit_one, NULL);
+}
+
 /* Gives a timestamp pair back once the work that may still write it is
  * done. */
 struct pair_waiter {
@@ -416,7 +421,7 @@ void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
 	w->device = s->device;
 	w->pair = pair;
 	/* the pair may be on any stream: wait for the session's newest work */
-	ruda__session_each_stream(s, submit_one, NULL);
+	ruda__session_submit_all(s);
 	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 

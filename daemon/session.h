@@ -171,6 +171,8 @@ struct ruda_stream *ruda__session_stream(struct ruda_session *session, uint32_t 
 /* Call fn on every stream of the session, stream 0 first. */
 void ruda__session_each_stream(struct ruda_session *session,
 			       void (*fn)(struct ruda_stream *stream, void *data), void *data);
+/* Submit what every stream of the session has recorded. */
+void ruda__session_submit_all(struct ruda_session *session);
 /* The stream whose last submission is the newest (the session's work is
  * done once it is). */
 struct ruda_stream *ruda__session_latest_stream(struct ruda_session *session);

@@ -603,8 +603,7 @@ ruda_status ruda_client_memory_cleanup(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_MEMORY_CLEANUP;
 	req.memory_cleanup = &m;
-	ruda_status st = post(c, &req, 1);
-	return st;
+	return post(c, &req, 1);
 }
 
 ruda_status ruda_client_memory_compact(ruda_client *c)
@@ -615,8 +614,7 @@ ruda_status ruda_client_memory_compact(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_MEMORY_COMPACT;
 	req.memory_compact = &m;
-	ruda_status st = call(c, &req, NULL);
-	return st;
+	return call(c, &req, NULL);
 }
 
 ruda_status ruda_client_create(ruda_client *c, const void *data, size_t size, ruda_handle *out)
@@ -743,8 +741,7 @@ ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_RELEASE;
 	req.release = &r;
-	ruda_status st = post(c, &req, 0);
-	return st;
+	return post(c, &req, 0);
 }
 
 /* ---- kernels ------------------------------------------------------------ */
@@ -840,8 +837,7 @@ ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_KERNEL_RELEASE;
 	req.kernel_release = &r;
-	ruda_status st = post(c, &req, 0);
-	return st;
+	return post(c, &req, 0);
 }
 
 #define MAX_BINDINGS 64u
@@ -875,8 +871,7 @@ static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_LAUNCH;
 	req.launch = &l;
-	ruda_status st = post(c, &req, 0);
-	return st;
+	return post(c, &req, 0);
 }
 
 ruda_status ruda_client_launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
@@ -903,8 +898,7 @@ ruda_status ruda_client_flush(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_FLUSH;
 	req.flush = &f;
-	ruda_status st = post(c, &req, 1);
-	return st;
+	return post(c, &req, 1);
 }
 
 ruda_status ruda_client_sync(ruda_client *c)
@@ -915,8 +909,7 @@ ruda_status ruda_client_sync(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_SYNC;
 	req.sync = &s;
-	ruda_status st = call(c, &req, NULL);
-	return st;
+	return call(c, &req, NULL);
 }
 
 static ruda_status handles_request(ruda_client *c, const ruda_handle *handles, size_t count,
@@ -1043,8 +1036,7 @@ ruda_status ruda_client_profile_abandon(ruda_client *c, ruda_profile_window wind
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_PROFILE_ABANDON;
 	req.profile_abandon = &p;
-	ruda_status st = post(c, &req, 0);
-	return st;
+	return post(c, &req, 0);
 }
 
 ruda_status ruda_client_profile(ruda_client *c, void (*task)(void *user), void *user,
