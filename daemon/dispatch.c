@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "buffer.h"
 #include "device.h"
+#include "graph.h"
 #include "log.h"
 #include "pipeline.h"
 #include "config.h"
@@ -782,19 +783,29 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		/* short push constants are zero-padded to the declared size */
 		if (l->push_constants.len)
 			memcpy(push, l->push_constants.data, l->push_constants.len);
-		st = ruda__stream_launch(s->current, k->pipeline, count, bindings,
-					 (uint32_t)l->n_bindings, push,
-					 k->pipeline->push_constant_size);
+		struct ruda_graph *capture = s->current->capture;
+		st = capture ? ruda__graph_launch(capture, k->pipeline, count, bindings,
+						  (uint32_t)l->n_bindings, push,
+						  k->pipeline->push_constant_size)
+			     : ruda__stream_launch(s->current, k->pipeline, count, bindings,
+						   (uint32_t)l->n_bindings, push,
+						   k->pipeline->push_constant_size);
 		if (st != RUDA_OK)
 			snprintf(why, sizeof(why), "%s", ruda_strerror(st));
 	}
 	if (st == RUDA_OK) {
-		s->usage.launches++;
+		if (!s->current->capture)
+			s->usage.launches++;
 		return;
 	}
 	char message[320];
 	snprintf(message, sizeof(message), "launch (request %llu): %s",
 		 (unsigned long long)req->id, why);
+	if (s->current->capture) {
+		/* nothing ran: the capture is what failed */
+		ruda__graph_fail(s->current->capture, st, "%s", message);
+		return;
+	}
 	for (size_t i = 0; i < l->n_bindings; i++)
 		mark_failed(s, l->bindings[i]->handle, st, message);
 	ruda__stream_fail(s->current, st, "%s", message);
@@ -1093,6 +1104,44 @@ static void scratch_free(void *data, void *pointer)
 	(void)pointer; /* everything goes at once when the frame is done */
 }
 
+/* ---- graph capture -------------------------------------------------------- */
+
+/*
+ * While a stream captures a graph only launches (and requests that record
+ * nothing on it) make sense there: what would wait for the stream or move
+ * bytes through the arena is refused. Returns 1 when `req` was refused.
+ */
+static int refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
+				   size_t body, const char *name)
+{
+	struct ruda_graph *g = s->current->capture;
+	char why[160];
+	snprintf(why, sizeof(why), "%s (request %llu): stream %u is capturing a graph", name,
+		 (unsigned long long)req->id, s->current->id);
+	switch (body) {
+	case RUDA__REQUEST__BODY_READ:
+	case RUDA__REQUEST__BODY_SYNC:
+	case RUDA__REQUEST__BODY_SYNC_BUFFERS:
+	case RUDA__REQUEST__BODY_PROFILE_END:
+	case RUDA__REQUEST__BODY_GRAPH_PREPARE:
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "%s; end the capture first", why);
+		return 1;
+	case RUDA__REQUEST__BODY_WRITE:
+		/* the bytes never reach the buffer: it carries the error */
+		mark_failed(s, req->write->handle, RUDA_ERROR_INVALID_ARGUMENT, why);
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; writes are not captured", why);
+		ruda__session_arena_used(s, req->id);
+		return 1;
+	case RUDA__REQUEST__BODY_PROFILE_START:
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; profiling is not captured",
+				 why);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* ---- table -------------------------------------------------------------- */
 
 typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
@@ -1128,6 +1177,13 @@ static const struct {
 	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact", 1},
 	[RUDA__REQUEST__BODY_THROUGHPUT_GET] = {handle_throughput_get, "ThroughputGet", 1},
 	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet", 1},
+	[RUDA__REQUEST__BODY_GRAPH_PREPARE] = {ruda__graph_handle_prepare, "GraphPrepare", 1},
+	[RUDA__REQUEST__BODY_GRAPH_START_CAPTURE] = {ruda__graph_handle_start, "GraphStartCapture", 1},
+	[RUDA__REQUEST__BODY_GRAPH_STOP_CAPTURE] = {ruda__graph_handle_stop, "GraphStopCapture", 1},
+	[RUDA__REQUEST__BODY_GRAPH_ABORT_CAPTURE] = {ruda__graph_handle_abort, "GraphAbortCapture",
+						     0},
+	[RUDA__REQUEST__BODY_GRAPH_REPLAY] = {ruda__graph_handle_replay, "GraphReplay", 0},
+	[RUDA__REQUEST__BODY_GRAPH_RELEASE] = {ruda__graph_handle_release, "GraphRelease", 0},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
@@ -1187,6 +1243,9 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 							   RUDA_SESSION_MAX_STREAMS);
 			goto done;
 		}
+		if (s->current->capture &&
+		    refused_while_capturing(s, req, body, handlers[body].name))
+			goto done;
 		ctx->decoding += use_scratch;
 		handlers[body].run(s, req);
 		ctx->decoding -= use_scratch;

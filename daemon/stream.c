@@ -7,6 +7,7 @@
 #include "arena.h"
 #include "buffer.h"
 #include "device.h"
+#include "graph.h"
 #include "log.h"
 #include "pipeline.h"
 
@@ -34,6 +35,9 @@ static void undirty(struct ruda_stream *s)
 void ruda__stream_finish(struct ruda_stream *s)
 {
 	undirty(s);
+	if (s->capture)
+		ruda__graph_put(s->capture);
+	s->capture = NULL;
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
@@ -56,6 +60,22 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id)
 		s->rec_first_write = id;
 }
 
+void ruda__record_barrier(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	vkCmdPipelineBarrier(cmd,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+}
+
 /* The command buffer to record into, after a barrier that orders the new
  * command after everything before it on the queue. */
 static VkCommandBuffer record(struct ruda_stream *s)
@@ -73,19 +93,8 @@ static VkCommandBuffer record(struct ruda_stream *s)
 		*s->dirty_list = s;
 		s->dirty = 1;
 	}
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-				 VK_ACCESS_HOST_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-	};
 	VkCommandBuffer cmd = s->recording->cmd;
-	vkCmdPipelineBarrier(cmd,
-			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-				     VK_PIPELINE_STAGE_HOST_BIT,
-			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-			     1, &barrier, 0, NULL, 0, NULL);
+	ruda__record_barrier(cmd);
 	s->recording->commands++;
 	return cmd;
 }
@@ -122,18 +131,13 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
 }
 
-ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
-				const uint32_t count[3], const struct ruda_binding *bindings,
-				uint32_t nbindings, const void *push, uint32_t push_size)
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
+			   const uint32_t count[3], const struct ruda_binding *bindings,
+			   uint32_t nbindings, const void *push, uint32_t push_size)
 {
-	VkCommandBuffer cmd = record(s);
-	if (!cmd || ruda__submission_hold(s->recording, &p->ref) < 0)
-		return RUDA_ERROR_OUT_OF_MEMORY;
 	VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
 	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
 	for (uint32_t i = 0; i < nbindings; i++) {
-		if (ruda__submission_hold(s->recording, &bindings[i].buffer->ref) < 0)
-			return RUDA_ERROR_OUT_OF_MEMORY;
 		infos[i] = (VkDescriptorBufferInfo){
 			.buffer = bindings[i].buffer->vk,
 			.offset = bindings[i].offset,
@@ -149,12 +153,36 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 	}
 	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
 	if (nbindings)
-		s->device->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
-						   nbindings, writes);
+		d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
+					   nbindings, writes);
 	if (push_size)
 		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
 	if (count[0] && count[1] && count[2])
 		vkCmdDispatch(cmd, count[0], count[1], count[2]);
+}
+
+ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
+				const uint32_t count[3], const struct ruda_binding *bindings,
+				uint32_t nbindings, const void *push, uint32_t push_size)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, &p->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	for (uint32_t i = 0; i < nbindings; i++)
+		if (ruda__submission_hold(s->recording, &bindings[i].buffer->ref) < 0)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+	ruda__record_dispatch(s->device, cmd, p, count, bindings, nbindings, push, push_size);
+	return after_record(s);
+}
+
+ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondary,
+				 uint32_t commands, struct ruda_ref *hold)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, hold) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	vkCmdExecuteCommands(cmd, 1, &secondary);
+	s->recording->commands += commands;
 	return after_record(s);
 }
 

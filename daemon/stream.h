@@ -9,13 +9,16 @@
 
 #include <stdint.h>
 #include <uv.h>
+#include <vulkan/vulkan.h>
 
 #include <ruda/ruda.h>
 
 struct ruda_arena;
 struct ruda_buffer;
 struct ruda_device;
+struct ruda_graph;
 struct ruda_pipeline;
+struct ruda_ref;
 struct ruda_submission;
 struct ruda_waiter;
 
@@ -45,6 +48,8 @@ struct ruda_stream {
 	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
 	void *submitted_data;
 
+	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
+
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
 };
@@ -73,6 +78,20 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
 				const uint32_t count[3], const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
+
+/* Record an inline-executed secondary command buffer of `commands` commands
+ * (a graph's replay), keeping `hold` alive until it has run. */
+ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondary,
+				 uint32_t commands, struct ruda_ref *hold);
+
+/* Record into `cmd` the barrier that orders each command of a stream after
+ * the ones before it. */
+void ruda__record_barrier(VkCommandBuffer cmd);
+/* Record one dispatch of `p` into `cmd` (bindings pushed, push constants
+ * set); the caller keeps what it uses alive. */
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
+			   const uint32_t count[3], const struct ruda_binding *bindings,
+			   uint32_t nbindings, const void *push, uint32_t push_size);
 
 /* Record the first (end = 0) or second (end = 1) timestamp of a profile's
  * query pair, after everything recorded before it. */

@@ -19,6 +19,7 @@
 #include "../proto/sha256.h"
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
+#include "client_internal.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -1147,4 +1148,16 @@ ruda_status ruda_client_set_stream(ruda_client *c, ruda_stream stream)
 int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
 {
 	return a && b && a == b; /* one client is one session: its stream is shared */
+}
+
+/* ---- for the library's other files --------------------------------------- */
+
+ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
+{
+	return post(c, req, now);
+}
+
+ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req)
+{
+	return call(c, req, NULL);
 }

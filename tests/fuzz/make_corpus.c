@@ -272,6 +272,26 @@ static void admin(Ruda__Admin__BodyCase c)
 	REQ(admin, ADMIN, &a);
 }
 
+/* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
+static void graph(int what, uint64_t id)
+{
+	Ruda__GraphPrepare p = RUDA__GRAPH_PREPARE__INIT;
+	Ruda__GraphStartCapture b = RUDA__GRAPH_START_CAPTURE__INIT;
+	Ruda__GraphStopCapture e = RUDA__GRAPH_STOP_CAPTURE__INIT;
+	Ruda__GraphAbortCapture a = RUDA__GRAPH_ABORT_CAPTURE__INIT;
+	Ruda__GraphReplay r = RUDA__GRAPH_REPLAY__INIT;
+	Ruda__GraphRelease x = RUDA__GRAPH_RELEASE__INIT;
+	e.graph = r.graph = x.graph = id;
+	switch (what) {
+	case 0: REQ(graph_prepare, GRAPH_PREPARE, &p); break;
+	case 1: REQ(graph_start_capture, GRAPH_START_CAPTURE, &b); break;
+	case 2: REQ(graph_stop_capture, GRAPH_STOP_CAPTURE, &e); break;
+	case 3: REQ(graph_abort_capture, GRAPH_ABORT_CAPTURE, &a); break;
+	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
+	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
+	}
+}
+
 static void hello(void)
 {
 	Ruda__Hello h = RUDA__HELLO__INIT;
@@ -380,6 +400,13 @@ int main(int argc, char **argv)
 	begin(); memory(0); save("memory_usage");
 	begin(); empty(1, 1 << 20); release(&one, 1); memory(1); save("memory_cleanup");
 	begin(); memory(2); save("memory_compact");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(0, 0); graph(1, 0);
+	launch(1, 1, 1, 0, 0, 7, 1024); launch(1, 1, 1, 0, 0, 8, 1024); graph(2, 1);
+	graph(4, 1); graph(4, 1); release(&one, 1); graph(4, 1); sync_(); graph(5, 1);
+	save("graph");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(1, 0); launch(1, 1, 1, 0, 0, 7, 1024);
+	read_(1, 0, DATA, 16); write_(1, 0, DATA, 16); sync_(); graph(3, 0); graph(2, 2);
+	graph(4, 9); graph(5, 9); sync_(); save("graph_refused");
 	for (int c = RUDA__ADMIN__BODY_STATUS; c <= RUDA__ADMIN__BODY_SHUTDOWN; c++) {
 		static const char *names[] = {"", "status", "devices", "clients", "memory",
 					      "cache", "kill", "cleanup", "drain", "shutdown"};
