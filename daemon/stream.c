@@ -161,15 +161,25 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ru
 		vkCmdDispatch(cmd, count[0], count[1], count[2]);
 }
 
+/* Keep `ref` alive with the submission; launches in a row mostly use the
+ * same kernel and buffers, which are then held once. */
+static int hold_once(struct ruda_submission *sub, struct ruda_ref *ref)
+{
+	for (size_t i = sub->nrefs; i > 0 && i + 4 > sub->nrefs; i--)
+		if (sub->refs[i - 1] == ref)
+			return 0;
+	return ruda__submission_hold(sub, ref);
+}
+
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 				const uint32_t count[3], const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size)
 {
 	VkCommandBuffer cmd = record(s);
-	if (!cmd || ruda__submission_hold(s->recording, &p->ref) < 0)
+	if (!cmd || hold_once(s->recording, &p->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	for (uint32_t i = 0; i < nbindings; i++)
-		if (ruda__submission_hold(s->recording, &bindings[i].buffer->ref) < 0)
+		if (hold_once(s->recording, &bindings[i].buffer->ref) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
 	ruda__record_dispatch(s->device, cmd, p, count, bindings, nbindings, push, push_size);
 	return after_record(s);
