@@ -11,6 +11,7 @@
 #include "buffer.h"
 #include "device.h"
 #include "graph.h"
+#include "indirect.h"
 #include "log.h"
 #include "pipeline.h"
 #include "config.h"
@@ -747,13 +748,46 @@ static ruda_status launch_bindings(struct ruda_session *s, const Ruda__Launch *l
 	return RUDA_OK;
 }
 
+/* The buffer and offset of a launch's dynamic counts, checked: 12 bytes
+ * inside the buffer at a multiple of 4. */
+static ruda_status dynamic_count(struct ruda_session *s, const Ruda__DynamicCount *dc,
+				 struct ruda_launch_count *out, char *why, size_t why_len)
+{
+	const char *reason;
+	ruda_status st = buffer_status(s, dc->handle, &reason);
+	if (st != RUDA_OK) {
+		snprintf(why, why_len, "count buffer %llu: %s", (unsigned long long)dc->handle,
+			 reason);
+		return st;
+	}
+	struct ruda_buffer *b = buffer_entry(s, dc->handle)->buffer;
+	if (!range_ok(dc->offset, 12, b->size)) {
+		snprintf(why, why_len, "count buffer %llu: bytes %llu..%llu lie outside its %llu bytes",
+			 (unsigned long long)dc->handle, (unsigned long long)dc->offset,
+			 (unsigned long long)dc->offset + 12, (unsigned long long)b->size);
+		return RUDA_ERROR_OUT_OF_RANGE;
+	}
+	if (dc->offset % 4) {
+		snprintf(why, why_len, "count buffer %llu: offset %llu is not a multiple of 4",
+			 (unsigned long long)dc->handle, (unsigned long long)dc->offset);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	if (!ruda__indirect_get(s->device)) {
+		snprintf(why, why_len, "dynamic counts are unavailable on this device");
+		return RUDA_ERROR_UNSUPPORTED;
+	}
+	out->buffer = b;
+	out->offset = dc->offset;
+	return RUDA_OK;
+}
+
 static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Launch *l = req->launch;
 	const VkPhysicalDeviceLimits *lim = &s->device->props.limits;
 	struct ruda_session_kernel *k = ruda__handle_table_get(&s->kernels, l->kernel);
 	struct ruda_binding bindings[RUDA_PIPELINE_MAX_BINDINGS];
-	uint32_t count[3] = {l->count_x, l->count_y, l->count_z};
+	struct ruda_launch_count count = {.count = {l->count_x, l->count_y, l->count_z}};
 	uint8_t push[256] = {0};
 	char why[256] = "";
 	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
@@ -771,23 +805,28 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 	else if (l->push_constants.len > k->pipeline->push_constant_size)
 		snprintf(why, sizeof(why), "%zu push-constant bytes; the kernel declares %u",
 			 l->push_constants.len, k->pipeline->push_constant_size);
-	else if (count[0] > lim->maxComputeWorkGroupCount[0] ||
-		 count[1] > lim->maxComputeWorkGroupCount[1] ||
-		 count[2] > lim->maxComputeWorkGroupCount[2])
+	else if (l->dynamic_count)
+		st = dynamic_count(s, l->dynamic_count, &count, why, sizeof(why));
+	else if (count.count[0] > lim->maxComputeWorkGroupCount[0] ||
+		 count.count[1] > lim->maxComputeWorkGroupCount[1] ||
+		 count.count[2] > lim->maxComputeWorkGroupCount[2])
 		snprintf(why, sizeof(why), "count (%u, %u, %u) exceeds the device's (%u, %u, %u)",
-			 count[0], count[1], count[2], lim->maxComputeWorkGroupCount[0],
-			 lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+			 count.count[0], count.count[1], count.count[2],
+			 lim->maxComputeWorkGroupCount[0], lim->maxComputeWorkGroupCount[1],
+			 lim->maxComputeWorkGroupCount[2]);
 	else
+		st = RUDA_OK;
+	if (st == RUDA_OK)
 		st = launch_bindings(s, l, bindings, why, sizeof(why));
 	if (st == RUDA_OK) {
 		/* short push constants are zero-padded to the declared size */
 		if (l->push_constants.len)
 			memcpy(push, l->push_constants.data, l->push_constants.len);
 		struct ruda_graph *capture = s->current->capture;
-		st = capture ? ruda__graph_launch(capture, k->pipeline, count, bindings,
+		st = capture ? ruda__graph_launch(capture, k->pipeline, &count, bindings,
 						  (uint32_t)l->n_bindings, push,
 						  k->pipeline->push_constant_size)
-			     : ruda__stream_launch(s->current, k->pipeline, count, bindings,
+			     : ruda__stream_launch(s->current, k->pipeline, &count, bindings,
 						   (uint32_t)l->n_bindings, push,
 						   k->pipeline->push_constant_size);
 		if (st != RUDA_OK)

@@ -90,7 +90,8 @@ static int hold(struct ruda_graph *g, struct ruda_ref *ref)
 }
 
 ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
-			       const uint32_t count[3], const struct ruda_binding *bindings,
+			       const struct ruda_launch_count *count,
+			       const struct ruda_binding *bindings,
 			       uint32_t nbindings, const void *push, uint32_t push_size)
 {
 	if (g->launches >= RUDA_GRAPH_MAX_LAUNCHES)
@@ -100,6 +101,8 @@ ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
 	for (uint32_t i = 0; i < nbindings; i++)
 		if (hold(g, &bindings[i].buffer->ref) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
+	if (count->buffer && hold(g, &count->buffer->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
 	/* in order, as on a stream: each launch after the one before it */
 	ruda__record_barrier(g->cmd);
 	ruda__record_dispatch(g->device, g->cmd, p, count, bindings, nbindings, push, push_size);

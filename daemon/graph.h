@@ -15,6 +15,7 @@
 #include "ref.h"
 
 struct ruda_binding;
+struct ruda_launch_count;
 struct ruda_device;
 struct ruda_pipeline;
 struct ruda_session;
@@ -41,7 +42,8 @@ struct ruda_graph {
 struct ruda_graph *ruda__graph_create(struct ruda_device *device, uint32_t stream);
 /* Record one launch (the caller has validated it). */
 ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *pipeline,
-			       const uint32_t count[3], const struct ruda_binding *bindings,
+			       const struct ruda_launch_count *count,
+			       const struct ruda_binding *bindings,
 			       uint32_t nbindings, const void *push, uint32_t push_size);
 /* Note the first failure of the capture: it is refused at its end. */
 void ruda__graph_fail(struct ruda_graph *g, ruda_status status, const char *fmt, ...)

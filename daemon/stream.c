@@ -8,6 +8,7 @@
 #include "buffer.h"
 #include "device.h"
 #include "graph.h"
+#include "indirect.h"
 #include "log.h"
 #include "pipeline.h"
 
@@ -132,9 +133,12 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 }
 
 void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
-			   const uint32_t count[3], const struct ruda_binding *bindings,
-			   uint32_t nbindings, const void *push, uint32_t push_size)
+			   const struct ruda_launch_count *count,
+			   const struct ruda_binding *bindings, uint32_t nbindings,
+			   const void *push, uint32_t push_size)
 {
+	if (count->buffer) /* the caller has made d->indirect */
+		ruda__indirect_record_clamp(d, d->indirect, cmd, count->buffer, count->offset);
 	VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
 	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
 	for (uint32_t i = 0; i < nbindings; i++) {
@@ -157,8 +161,10 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ru
 					   nbindings, writes);
 	if (push_size)
 		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
-	if (count[0] && count[1] && count[2])
-		vkCmdDispatch(cmd, count[0], count[1], count[2]);
+	if (count->buffer)
+		vkCmdDispatchIndirect(cmd, d->indirect->counts->vk, 0);
+	else if (count->count[0] && count->count[1] && count->count[2])
+		vkCmdDispatch(cmd, count->count[0], count->count[1], count->count[2]);
 }
 
 /* Keep `ref` alive with the submission; launches in a row mostly use the
@@ -172,7 +178,8 @@ static int hold_once(struct ruda_submission *sub, struct ruda_ref *ref)
 }
 
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
-				const uint32_t count[3], const struct ruda_binding *bindings,
+				const struct ruda_launch_count *count,
+				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size)
 {
 	VkCommandBuffer cmd = record(s);
@@ -181,6 +188,8 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 	for (uint32_t i = 0; i < nbindings; i++)
 		if (hold_once(s->recording, &bindings[i].buffer->ref) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
+	if (count->buffer && hold_once(s->recording, &count->buffer->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
 	ruda__record_dispatch(s->device, cmd, p, count, bindings, nbindings, push, push_size);
 	return after_record(s);
 }

@@ -59,6 +59,14 @@ struct ruda_binding {
 	uint64_t offset, size;
 };
 
+/* Where a launch's counts come from: `count` words, or (dynamic counts)
+ * three words at byte `offset` of `buffer` when it is set. */
+struct ruda_launch_count {
+	uint32_t count[3];
+	struct ruda_buffer *buffer;
+	uint64_t offset;
+};
+
 void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
 		       struct ruda_arena *arena, struct ruda_stream **dirty_list);
 /* Throws away unsubmitted work; submitted work completes on its own. */
@@ -76,7 +84,8 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
-				const uint32_t count[3], const struct ruda_binding *bindings,
+				const struct ruda_launch_count *count,
+				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
 
 /* Record an inline-executed secondary command buffer of `commands` commands
@@ -88,10 +97,12 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
  * the ones before it. */
 void ruda__record_barrier(VkCommandBuffer cmd);
 /* Record one dispatch of `p` into `cmd` (bindings pushed, push constants
- * set); the caller keeps what it uses alive. */
+ * set; dynamic counts clamped first, see indirect.h); the caller keeps what
+ * it uses alive. */
 void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
-			   const uint32_t count[3], const struct ruda_binding *bindings,
-			   uint32_t nbindings, const void *push, uint32_t push_size);
+			   const struct ruda_launch_count *count,
+			   const struct ruda_binding *bindings, uint32_t nbindings,
+			   const void *push, uint32_t push_size);
 
 /* Record the first (end = 0) or second (end = 1) timestamp of a profile's
  * query pair, after everything recorded before it. */

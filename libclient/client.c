@@ -844,8 +844,8 @@ ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
 #define MAX_BINDINGS 64u
 
 static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
-			  const ruda_handle *bindings, size_t nbindings, const void *push,
-			  size_t push_size, int unchecked)
+			  const ruda_handle *dynamic, const ruda_handle *bindings, size_t nbindings,
+			  const void *push, size_t push_size, int unchecked)
 {
 	if (!c || (nbindings && !bindings) || nbindings > MAX_BINDINGS || (push_size && !push) ||
 	    push_size > 256)
@@ -869,6 +869,12 @@ static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
 	l.push_constants.data = (uint8_t *)push;
 	l.push_constants.len = push_size;
 	l.unchecked = unchecked;
+	Ruda__DynamicCount dc = RUDA__DYNAMIC_COUNT__INIT;
+	if (dynamic) {
+		dc.handle = dynamic->id;
+		dc.offset = dynamic->offset;
+		l.dynamic_count = &dc;
+	}
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_LAUNCH;
 	req.launch = &l;
@@ -879,14 +885,22 @@ ruda_status ruda_client_launch(ruda_client *c, ruda_kernel kernel, ruda_count co
 			       const ruda_handle *bindings, size_t nbindings, const void *push,
 			       size_t push_size)
 {
-	return launch(c, kernel, count, bindings, nbindings, push, push_size, 0);
+	return launch(c, kernel, count, NULL, bindings, nbindings, push, push_size, 0);
 }
 
 ruda_status ruda_client_launch_unchecked(ruda_client *c, ruda_kernel kernel, ruda_count count,
 					 const ruda_handle *bindings, size_t nbindings,
 					 const void *push, size_t push_size)
 {
-	return launch(c, kernel, count, bindings, nbindings, push, push_size, 1);
+	return launch(c, kernel, count, NULL, bindings, nbindings, push, push_size, 1);
+}
+
+ruda_status ruda_client_launch_dynamic(ruda_client *c, ruda_kernel kernel, ruda_handle counts,
+				       const ruda_handle *bindings, size_t nbindings,
+				       const void *push, size_t push_size)
+{
+	return launch(c, kernel, (ruda_count){0, 0, 0}, &counts, bindings, nbindings, push,
+		      push_size, 0);
 }
 
 /* ---- execution ---------------------------------------------------------- */

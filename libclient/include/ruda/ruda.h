@@ -248,6 +248,18 @@ ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel
 					 size_t binding_count, const void *push,
 					 size_t push_size);
 
+/*
+ * Launch with dynamic counts (RudaCount::Dynamic): the workgroup counts are
+ * three uint32 words at byte counts.offset (a multiple of 4) of buffer
+ * counts.id, read by the device when the launch runs, after the work before
+ * it on the stream. Each count is clamped to the device's
+ * max_workgroup_count, so any value is safe. Bounds-checked as
+ * ruda_client_launch.
+ */
+ruda_status ruda_client_launch_dynamic(ruda_client *client, ruda_kernel kernel,
+				       ruda_handle counts, const ruda_handle *bindings,
+				       size_t binding_count, const void *push, size_t push_size);
+
 /* ---- execution -------------------------------------------------------- */
 
 /*
