@@ -105,7 +105,8 @@ ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	/* in order, as on a stream: each launch after the one before it */
 	ruda__record_barrier(g->cmd);
-	ruda__record_dispatch(g->device, g->cmd, p, count, bindings, nbindings, push, push_size);
+	ruda__record_dispatch(g->device, g->cmd, &g->bound, p, count, bindings, nbindings, push,
+			      push_size);
 	g->launches++;
 	return RUDA_OK;
 }

@@ -13,6 +13,7 @@
 #include <ruda/ruda.h>
 
 #include "ref.h"
+#include "stream.h"
 
 struct ruda_binding;
 struct ruda_launch_count;
@@ -32,6 +33,7 @@ struct ruda_graph {
 	uint32_t stream;            /* the stream it was captured on, where it replays */
 	uint32_t launches;
 	int ended;                  /* recording closed */
+	struct ruda_bind_cache bound; /* what its last launch left bound */
 	struct ruda_ref **held;     /* owned references: kernels and buffers */
 	size_t nheld, held_cap;
 	ruda_status error;          /* first failure of a captured request */

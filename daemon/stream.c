@@ -93,6 +93,7 @@ static VkCommandBuffer record(struct ruda_stream *s)
 		s->dirty_next = *s->dirty_list;
 		*s->dirty_list = s;
 		s->dirty = 1;
+		s->bound.pipeline = NULL; /* a new command buffer has nothing bound */
 	}
 	VkCommandBuffer cmd = s->recording->cmd;
 	ruda__record_barrier(cmd);
@@ -132,33 +133,60 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
 }
 
-void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
+/* Whether `cache` shows `p` bound with these bindings; then it is kept,
+ * else it is made to show them. */
+static int bind_cached(struct ruda_bind_cache *cache, struct ruda_pipeline *p,
+		       const struct ruda_binding *bindings, uint32_t nbindings)
+{
+	int same = cache->pipeline == p && cache->nbindings == nbindings;
+	for (uint32_t i = 0; same && i < nbindings; i++)
+		same = cache->bindings[i].buffer == bindings[i].buffer->vk &&
+		       cache->bindings[i].offset == bindings[i].offset &&
+		       cache->bindings[i].size == bindings[i].size;
+	if (same)
+		return 1;
+	cache->pipeline = nbindings <= RUDA_BIND_CACHE_BINDINGS ? p : NULL;
+	cache->nbindings = nbindings;
+	for (uint32_t i = 0; cache->pipeline && i < nbindings; i++) {
+		cache->bindings[i].buffer = bindings[i].buffer->vk;
+		cache->bindings[i].offset = bindings[i].offset;
+		cache->bindings[i].size = bindings[i].size;
+	}
+	return 0;
+}
+
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
 			   const struct ruda_launch_count *count,
 			   const struct ruda_binding *bindings, uint32_t nbindings,
 			   const void *push, uint32_t push_size)
 {
-	if (count->buffer) /* the caller has made d->indirect */
+	if (count->buffer) { /* the caller has made d->indirect */
 		ruda__indirect_record_clamp(d, d->indirect, cmd, count->buffer, count->offset);
-	VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
-	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
-	for (uint32_t i = 0; i < nbindings; i++) {
-		infos[i] = (VkDescriptorBufferInfo){
-			.buffer = bindings[i].buffer->vk,
-			.offset = bindings[i].offset,
-			.range = bindings[i].size,
-		};
-		writes[i] = (VkWriteDescriptorSet){
-			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-			.dstBinding = i,
-			.descriptorCount = 1,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.pBufferInfo = &infos[i],
-		};
+		cache->pipeline = NULL; /* the clamp kernel is bound now */
 	}
-	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
-	if (nbindings)
-		d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
-					   nbindings, writes);
+	if (!bind_cached(cache, p, bindings, nbindings)) {
+		VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
+		VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
+		for (uint32_t i = 0; i < nbindings; i++) {
+			infos[i] = (VkDescriptorBufferInfo){
+				.buffer = bindings[i].buffer->vk,
+				.offset = bindings[i].offset,
+				.range = bindings[i].size,
+			};
+			writes[i] = (VkWriteDescriptorSet){
+				.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+				.dstBinding = i,
+				.descriptorCount = 1,
+				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+				.pBufferInfo = &infos[i],
+			};
+		}
+		vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
+		if (nbindings)
+			d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
+						   nbindings, writes);
+	}
 	if (push_size)
 		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
 	if (count->buffer)
@@ -190,7 +218,8 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 			return RUDA_ERROR_OUT_OF_MEMORY;
 	if (count->buffer && hold_once(s->recording, &count->buffer->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	ruda__record_dispatch(s->device, cmd, p, count, bindings, nbindings, push, push_size);
+	ruda__record_dispatch(s->device, cmd, &s->bound, p, count, bindings, nbindings, push,
+			      push_size);
 	return after_record(s);
 }
 
@@ -201,6 +230,7 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 	if (!cmd || ruda__submission_hold(s->recording, hold) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	vkCmdExecuteCommands(cmd, 1, &secondary);
+	s->bound.pipeline = NULL; /* the primary's state is undefined after it */
 	s->recording->commands += commands;
 	return after_record(s);
 }

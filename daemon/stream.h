@@ -28,6 +28,18 @@ struct ruda_waiter;
  * bounds the GPU work (and memory) one client can queue. */
 #define RUDA_STREAM_MAX_INFLIGHT 2u
 
+/* What the last launch left bound in a command buffer: a launch with the
+ * same kernel and bindings records neither again. */
+#define RUDA_BIND_CACHE_BINDINGS 8u
+struct ruda_bind_cache {
+	struct ruda_pipeline *pipeline; /* NULL: nothing known */
+	uint32_t nbindings;
+	struct {
+		VkBuffer buffer;
+		uint64_t offset, size;
+	} bindings[RUDA_BIND_CACHE_BINDINGS];
+};
+
 struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
 	struct ruda_arena *arena;   /* borrowed from the session */
@@ -49,6 +61,7 @@ struct ruda_stream {
 	void *submitted_data;
 
 	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
+	struct ruda_bind_cache bound; /* in `recording` */
 
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
@@ -96,10 +109,11 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 /* Record into `cmd` the barrier that orders each command of a stream after
  * the ones before it. */
 void ruda__record_barrier(VkCommandBuffer cmd);
-/* Record one dispatch of `p` into `cmd` (bindings pushed, push constants
- * set; dynamic counts clamped first, see indirect.h); the caller keeps what
- * it uses alive. */
-void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, struct ruda_pipeline *p,
+/* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
+ * unless `cache` says they are already, push constants set; dynamic counts
+ * clamped first, see indirect.h); the caller keeps what it uses alive. */
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
 			   const struct ruda_launch_count *count,
 			   const struct ruda_binding *bindings, uint32_t nbindings,
 			   const void *push, uint32_t push_size);
