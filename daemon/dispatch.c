@@ -12,6 +12,7 @@
 #include "device.h"
 #include "graph.h"
 #include "indirect.h"
+#include "launch_decode.h"
 #include "log.h"
 #include "pipeline.h"
 #include "config.h"
@@ -1247,7 +1248,13 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 	};
 	int use_scratch = ctx->scratch && !ctx->decoding;
 	ProtobufCAllocator *alloc = use_scratch ? &allocator : NULL;
-	Ruda__Request *req = ruda__request__unpack(alloc, frame->length, frame->payload);
+	/* launches, the request sent at high rates, skip protobuf-c's
+	 * reflection when canonically encoded (libruda always does) */
+	struct ruda_launch_frame fast;
+	int decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
+	Ruda__Request *req = decoded_fast ? &fast.request
+					  : ruda__request__unpack(alloc, frame->length,
+								  frame->payload);
 	if (!req) {
 		ruda__session_violation(s, "undecodable request (%u bytes)", frame->length);
 		return;
@@ -1290,7 +1297,7 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 		ctx->decoding -= use_scratch;
 	}
 done:
-	if (!use_scratch)
+	if (!use_scratch && !decoded_fast)
 		ruda__request__free_unpacked(req, NULL);
 	/* else nothing to free: the scratch area is reused by the next frame */
 }
