@@ -804,9 +804,10 @@ void ruda__device_destroy(struct ruda_device *d)
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
 	uv_timer_stop(&d->watchdog);
-	uv_close((uv_handle_t *)&d->watchdog, NULL);
-	/* the async handle's memory is the device: free both once it is closed
-	 * (after the watchdog's, which closes first) */
-	d->async.data = d;
-	uv_close((uv_handle_t *)&d->async, free_after_close);
+	/* both handles live in the device: free it with the one libuv finishes
+	 * last, the first closed (its closing list is last in, first out, and
+	 * it reads the next handle before finishing one) */
+	d->watchdog.data = d;
+	uv_close((uv_handle_t *)&d->watchdog, free_after_close);
+	uv_close((uv_handle_t *)&d->async, NULL);
 }
