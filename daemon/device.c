@@ -126,7 +126,7 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 	atomic_store(&d->lost_status, status);
 	atomic_store(&d->lost, (int)r);
 	uv_async_send(&d->async);
-	log_error("device %u: %s; its work is lost until rudad restarts", d->index,
+	log_error("device %u: %s; its work is lost", d->index,
 		  status == RUDA_ERROR_TIMEOUT ? "a submission ran past the time limit"
 					       : "device lost");
 }
@@ -435,6 +435,15 @@ int ruda__submission_submit(struct ruda_submission *sub)
 int ruda__device_failure(struct ruda_device *d)
 {
 	return atomic_load(&d->lost) ? atomic_load(&d->lost_status) : RUDA_OK;
+}
+
+void ruda__device_inject_loss(struct ruda_device *d)
+{
+	if (atomic_load(&d->lost))
+		return;
+	log_warn("device %u: injecting a device loss (RUDA_TEST_FAULTS)", d->index);
+	declare_lost(d, VK_ERROR_DEVICE_LOST, RUDA_ERROR_DEVICE_LOST);
+	ruda__device_process_completions(d);
 }
 
 void ruda__device_process_completions(struct ruda_device *d)

@@ -15,6 +15,7 @@
 #include "arena.h"
 #include "device.h"
 #include "log.h"
+#include "recovery.h"
 
 int ruda__default_socket_path(char *buf, size_t len)
 {
@@ -25,6 +26,7 @@ static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
 	ruda__session_context_tick(&server->ctx);
+	ruda__recovery_tick(&server->ctx);
 	for (uint32_t i = 0; server->ctx.arena_pools && i < server->ctx.ndevices; i++)
 		ruda__arena_pool_refill_idle(&server->ctx.arena_pools[i]);
 	/* drained and the last client gone: stop as on SIGTERM */

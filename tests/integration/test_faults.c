@@ -1,0 +1,328 @@
+/*
+ * Faults against a real rudad: a device loss injected through the
+ * test-only switch (RUDA_TEST_FAULTS=1), rudad SIGKILLed and restarted
+ * with clients connected, and a full disk under the pipeline cache.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define ck_assert_status(got, want) ck_assert_msg((got) == (want), "%s (%d), expected %s", \
+						 ruda_strerror(got), (int)(got), ruda_strerror(want))
+
+/* Start rudad with the fault switch on (or off) and the caller's group as
+ * administrators, so that this unprivileged test may run admin commands. */
+static void start_daemon(struct test_daemon *d, int faults)
+{
+	static char admin[160];
+	struct group *g = getgrgid(getegid());
+	ck_assert_ptr_nonnull(g);
+	snprintf(admin, sizeof(admin), "admin_group=%s", g->gr_name);
+	const char *args[] = {"--set", admin, NULL};
+	if (faults)
+		setenv("RUDA_TEST_FAULTS", "1", 1);
+	else
+		unsetenv("RUDA_TEST_FAULTS");
+	test_daemon_start(d, args);
+	unsetenv("RUDA_TEST_FAULTS");
+}
+
+/* Ask for a loss of device 0 over a raw connection; returns the reply's
+ * status. When accepted, the same connection then gets the device-lost
+ * notice and is closed: it is on device 0 too. */
+static ruda_status inject_device_loss(const struct test_daemon *d, uint32_t device,
+				      uint32_t *sessions)
+{
+	int fd = raw_connect(d);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_status(raw_hello(fd, 1), RUDA_OK);
+	Ruda__AdminInjectDeviceLoss inject = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
+	inject.device = device;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS;
+	admin.inject_device_loss = &inject;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = &admin;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	Ruda__Reply *reply = raw_recv_reply(fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_uint_eq(reply->id, 2);
+	ruda_status st = (ruda_status)reply->status;
+	if (st == RUDA_OK) {
+		ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+		ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_INJECT_DEVICE_LOSS);
+		if (sessions)
+			*sessions = reply->admin->inject_device_loss->sessions;
+		Ruda__Reply *notice = raw_recv_reply(fd, 30000, NULL);
+		ck_assert_ptr_nonnull(notice);
+		ck_assert_uint_eq(notice->id, 0);
+		ck_assert_int_eq(notice->status, RUDA__STATUS__ERROR_DEVICE_LOST);
+		ck_assert_ptr_nonnull(strstr(notice->message, "was lost"));
+		ruda__reply__free_unpacked(notice, NULL);
+		ck_assert(raw_closed_by_peer(fd, 30000));
+	}
+	ruda__reply__free_unpacked(reply, NULL);
+	close(fd);
+	return st;
+}
+
+/* out[i] = a[i] + b[i] on the device, compared with the CPU's sums. */
+static void add_checked(ruda_client *c, uint32_t n, uint64_t seed)
+{
+	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+	float *out = malloc(n * sizeof(float));
+	for (uint32_t i = 0; i < n; i++) {
+		a[i] = (float)((i * 7 + seed) % 1000) * 0.25f;
+		b[i] = (float)((i * 13 + seed * 3) % 777) * 0.5f;
+	}
+	ruda_kernel add = test_register(c, "add_f32", 3, 4);
+	ruda_handle h[3];
+	ck_assert_status(ruda_client_create(c, a, n * sizeof(float), &h[0]), RUDA_OK);
+	ck_assert_status(ruda_client_create(c, b, n * sizeof(float), &h[1]), RUDA_OK);
+	ck_assert_status(ruda_client_empty(c, n * sizeof(float), &h[2]), RUDA_OK);
+	ck_assert_status(ruda_client_launch(c, add, (ruda_count){(n + 255) / 256, 1, 1}, h, 3, &n,
+					    4),
+			 RUDA_OK);
+	ck_assert_status(ruda_client_read_one(c, h[2], out), RUDA_OK);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_msg(out[i] == a[i] + b[i], "element %u: %g, expected %g", i,
+			      (double)out[i], (double)(a[i] + b[i]));
+	for (int i = 0; i < 3; i++)
+		ck_assert_status(ruda_client_release(c, h[i]), RUDA_OK);
+	ck_assert_status(ruda_client_kernel_release(c, add), RUDA_OK);
+	free(a);
+	free(b);
+	free(out);
+}
+
+/* A client's every call after the loss: the device-lost error and why. */
+static void assert_lost(ruda_client *c, ruda_status st)
+{
+	ck_assert_status(st, RUDA_ERROR_DEVICE_LOST);
+	char why[512];
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(strstr(why, "was lost") && strstr(why, "connect again"), "error: %s", why);
+}
+
+START_TEST(device_loss_recreates_device)
+{
+	struct test_daemon d;
+	start_daemon(&d, 1);
+	int fds0 = test_settled_fds(d.pid);
+	/* twice: the re-created device can be lost and re-created again */
+	for (int round = 0; round < 2; round++) {
+		/* one client with work queued, one idle with a buffer */
+		ruda_client *busy = test_connect(&d, "busy");
+		ruda_client *idle = test_connect(&d, "idle");
+		ruda_kernel fill = test_register(busy, "fill", 1, 8);
+		ruda_handle hb, hi;
+		ck_assert_status(ruda_client_empty(busy, 1 << 16, &hb), RUDA_OK);
+		uint32_t push[2] = {7, 1 << 14};
+		ck_assert_status(ruda_client_launch(busy, fill, (ruda_count){4, 1, 1}, &hb, 1, push,
+						    8),
+				 RUDA_OK);
+		uint8_t data[256] = {1, 2, 3};
+		ck_assert_status(ruda_client_create(idle, data, sizeof(data), &hi), RUDA_OK);
+		ck_assert_status(ruda_client_sync(idle), RUDA_OK);
+		for (int i = 0; i < 8; i++)
+			ruda_client_launch(busy, fill, (ruda_count){64, 1, 1}, &hb, 1, push, 8);
+		ruda_client_flush(busy);
+
+		uint32_t sessions = 0;
+		ck_assert_status(inject_device_loss(&d, 0, &sessions), RUDA_OK);
+		ck_assert_uint_eq(sessions, 3); /* busy, idle and the asking one */
+
+		/* old handles, old kernels, new requests: all fail the same way */
+		static uint32_t words[1 << 14];
+		assert_lost(busy, ruda_client_sync(busy));
+		assert_lost(busy, ruda_client_read_one(busy, hb, words));
+		assert_lost(busy, ruda_client_launch(busy, fill, (ruda_count){1, 1, 1}, &hb, 1, push,
+						     8));
+		ruda_handle more;
+		assert_lost(busy, ruda_client_empty(busy, 64, &more));
+		assert_lost(idle, ruda_client_read_one(idle, hi, data));
+		assert_lost(idle, ruda_client_release(idle, hi));
+		ruda_client_close(busy);
+		ruda_client_close(idle);
+
+		/* the re-created device serves new clients: a checked kernel */
+		ruda_client *fresh = test_connect(&d, "after the loss");
+		add_checked(fresh, 10000, (uint64_t)round);
+		ruda_daemon_stats s = test_wait_for_stats(fresh, 1, 0);
+		ck_assert_uint_eq(s.device_buffers, 0);
+		ck_assert_uint_eq(s.sessions, 1);
+		ruda_client_close(fresh);
+	}
+	/* nothing of the old devices is left: fds back to where they were */
+	ck_assert_int_eq(test_settled_fds(d.pid), fds0);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* Without RUDA_TEST_FAULTS=1 at start the command does nothing. */
+START_TEST(device_loss_needs_the_test_switch)
+{
+	struct test_daemon d;
+	start_daemon(&d, 0);
+	ruda_client *c = test_connect(&d, "bystander");
+	ruda_handle h;
+	uint8_t data[64] = {9};
+	ck_assert_status(ruda_client_create(c, data, sizeof(data), &h), RUDA_OK);
+	ck_assert_status(inject_device_loss(&d, 0, NULL), RUDA_ERROR_UNSUPPORTED);
+	ck_assert_status(ruda_client_read_one(c, h, data), RUDA_OK);
+	ck_assert_uint_eq(data[0], 9);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+
+	start_daemon(&d, 1);
+	ck_assert_status(inject_device_loss(&d, 7, NULL), RUDA_ERROR_INVALID_ARGUMENT);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* ---- rudad killed and restarted ------------------------------------------ */
+
+static char fault_dir[64];
+
+static void fault_setup(void)
+{
+	snprintf(fault_dir, sizeof(fault_dir), "/tmp/ruda-faults-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(fault_dir));
+}
+
+static void fault_teardown(void)
+{
+	test_remove_tree(fault_dir);
+}
+
+/* The one pipeline cache file in `dir`, or "" */
+static const char *cache_file(const char *dir)
+{
+	static char path[512];
+	path[0] = '\0';
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	while (dp && (e = readdir(dp)))
+		if (strncmp(e->d_name, "pipelines-", 10) == 0)
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+	if (dp)
+		closedir(dp);
+	return path;
+}
+
+static void start_at(struct test_daemon *d, const char *socket_path, const char *cache_dir)
+{
+	const char *args[] = {"--cache-dir", cache_dir, NULL};
+	test_daemon_start_at(d, socket_path, args);
+}
+
+static void kill_daemon(struct test_daemon *d)
+{
+	int status;
+	ck_assert_int_eq(kill(d->pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(d->pid, &status, 0), d->pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	test_remove_tree(d->dir);
+}
+
+START_TEST(killed_daemon_restarts_with_its_cache)
+{
+	/* a default SIGPIPE: libruda must not let a dead daemon kill us */
+	signal(SIGPIPE, SIG_DFL);
+	char sock[128], cache[128];
+	snprintf(sock, sizeof(sock), "%s/rudad.sock", fault_dir);
+	snprintf(cache, sizeof(cache), "%s/cache", fault_dir);
+	struct test_daemon d;
+
+	/* a first run compiles a kernel and saves the cache as it stops */
+	start_at(&d, sock, cache);
+	ruda_client *c = test_connect(&d, "first");
+	add_checked(c, 1000, 1);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+	struct stat saved;
+	ck_assert_int_eq(stat(cache_file(cache), &saved), 0);
+
+	/* a second run is SIGKILLed with clients connected, one of them
+	 * with work queued */
+	start_at(&d, sock, cache);
+	ruda_client *busy = test_connect(&d, "busy");
+	ruda_client *idle = test_connect(&d, "idle");
+	ruda_kernel fill = test_register(busy, "fill", 1, 8);
+	ruda_handle h;
+	ck_assert_status(ruda_client_empty(busy, 1 << 20, &h), RUDA_OK);
+	uint32_t push[2] = {5, 1 << 18};
+	for (int i = 0; i < 16; i++)
+		ruda_client_launch(busy, fill, (ruda_count){64, 1, 1}, &h, 1, push, 8);
+	ruda_client_flush(busy);
+	kill_daemon(&d);
+
+	/* clients see a disconnection on every call, at once */
+	static uint32_t words[1 << 18];
+	ck_assert_status(ruda_client_sync(busy), RUDA_ERROR_DISCONNECTED);
+	ck_assert_status(ruda_client_read_one(busy, h, words), RUDA_ERROR_DISCONNECTED);
+	ck_assert_status(ruda_client_launch(busy, fill, (ruda_count){1, 1, 1}, &h, 1, push, 8),
+			 RUDA_ERROR_DISCONNECTED);
+	uint8_t data[64] = {1};
+	ruda_handle h2;
+	/* a posted request may be queued without an answer: the next round
+	 * trip reports the disconnection */
+	ruda_status st = ruda_client_create(idle, data, sizeof(data), &h2);
+	ck_assert(st == RUDA_OK || st == RUDA_ERROR_DISCONNECTED);
+	ck_assert_status(ruda_client_sync(idle), RUDA_ERROR_DISCONNECTED);
+	ck_assert_status(ruda_client_read_one(idle, h2, data), RUDA_ERROR_DISCONNECTED);
+	ruda_client_close(busy);
+	ruda_client_close(idle);
+
+	/* the cache file is the one saved before, whole; a restarted rudad on
+	 * the same socket (left behind by the killed one) loads it */
+	struct stat after;
+	ck_assert_int_eq(stat(cache_file(cache), &after), 0);
+	ck_assert_int_eq(after.st_size, saved.st_size);
+	ck_assert_int_eq(after.st_mtime, saved.st_mtime);
+	start_at(&d, sock, cache);
+	c = test_connect(&d, "reconnected");
+	ruda_daemon_stats s;
+	ck_assert_status(ruda_client_daemon_stats(c, &s), RUDA_OK);
+	ck_assert_uint_eq(s.cache_file_bytes, (uint64_t)saved.st_size);
+	add_checked(c, 1000, 2);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("faults");
+	TCase *t = tcase_create("device_loss");
+	tcase_set_timeout(t, 240);
+	tcase_add_test(t, device_loss_recreates_device);
+	tcase_add_test(t, device_loss_needs_the_test_switch);
+	suite_add_tcase(s, t);
+	t = tcase_create("restart");
+	tcase_set_timeout(t, 240);
+	tcase_add_checked_fixture(t, fault_setup, fault_teardown);
+	tcase_add_test(t, killed_daemon_restarts_with_its_cache);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *r = srunner_create(suite());
+	srunner_run_all(r, CK_NORMAL);
+	int failed = srunner_ntests_failed(r);
+	srunner_free(r);
+	return failed ? 1 : 0;
+}
