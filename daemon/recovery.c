@@ -43,10 +43,11 @@ uint32_t ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_
 	return (uint32_t)n;
 }
 
-void ruda__recovery_tick(struct ruda_session_context *ctx)
+int ruda__recovery_tick(struct ruda_session_context *ctx)
 {
+	int pending = 0;
 	if (!ctx->recreate_device)
-		return;
+		return 0;
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
 		struct ruda_device *d = ctx->devices[i];
 		uint64_t bit = 1ull << (i % 64);
@@ -58,12 +59,15 @@ void ruda__recovery_tick(struct ruda_session_context *ctx)
 		ruda__device_process_completions(d);
 		ruda__recovery_close_sessions(ctx, i);
 		int err = ctx->recreate_device(ctx->hook_data, i);
-		if (err < 0 && err != -EAGAIN) {
+		if (err == -EAGAIN) {
+			pending++;
+		} else if (err < 0) {
 			log_error("device %u: cannot be re-created (%d); it stays lost until rudad "
 				  "restarts", i, err);
 			ctx->recreate_failed |= bit;
 		}
 	}
+	return pending;
 }
 
 static int physical_index(const struct ruda_vulkan *vk, const struct ruda_device *d)

@@ -26,8 +26,10 @@ struct ruda_device_slot {
 };
 
 /* End of a loop iteration: recover every device lost with
- * RUDA_ERROR_DEVICE_LOST, if the context has a recreate_device hook. */
-void ruda__recovery_tick(struct ruda_session_context *ctx);
+ * RUDA_ERROR_DEVICE_LOST, if the context has a recreate_device hook.
+ * Returns how many still wait for the thread pool (the server accepts no
+ * clients meanwhile: they would land on the lost device). */
+int ruda__recovery_tick(struct ruda_session_context *ctx);
 
 /* Close the sessions on device `index` with a device-lost notice; returns
  * how many. */

@@ -302,6 +302,135 @@ START_TEST(killed_daemon_restarts_with_its_cache)
 }
 END_TEST
 
+/* ---- full disk under the cache directory --------------------------------- */
+
+/*
+ * rudad runs in a user and mount namespace of its own (`unshare -rm`, no
+ * privileges needed where the kernel allows unprivileged user namespaces)
+ * with a 256 KiB tmpfs on its cache directory, holding a good cache file
+ * and a filler that takes every free byte. Once rudad has exited, the
+ * script records what the directory held and copies the cache file out,
+ * before the namespace and its tmpfs go.
+ */
+static const char full_disk_script[] =
+	"cache=$1 seed=$2 out=$3; shift 3\n"
+	"mount -t tmpfs -o size=256k ruda-full \"$cache\" || exit 97\n"
+	"cp \"$seed\" \"$cache/\" || exit 98\n"
+	"dd if=/dev/zero of=\"$cache/filler\" bs=4096 2>/dev/null\n"
+	"dd if=/dev/zero of=\"$cache/filler-tail\" bs=1 2>/dev/null\n"
+	/* Mesa's own shader cache (kept in the cache directory) maps its
+	 * index file and dies of SIGBUS on a full tmpfs: docs/reliability.md */
+	"export MESA_SHADER_CACHE_DISABLE=${RUDA_TEST_MESA_CACHE_DISABLE:-true}\n"
+	"\"$@\" & pid=$!\n"
+	"trap 'kill -TERM $pid' TERM INT\n"
+	"wait $pid; rc=$?\n"
+	"if kill -0 $pid 2>/dev/null; then wait $pid; rc=$?; fi\n"
+	"echo $rc > \"$out.rc\"\n"
+	"ls -A \"$cache\" > \"$out.list\"\n"
+	"cp \"$cache\"/pipelines-*.bin \"$out.bin\"\n"
+	"exit $rc\n";
+
+static int user_namespaces_work(void)
+{
+	return system("unshare -rm true >/dev/null 2>&1") == 0;
+}
+
+static int same_file_contents(const char *a, const char *b)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+	return system(cmd) == 0;
+}
+
+START_TEST(full_disk_keeps_the_old_cache)
+{
+	if (!user_namespaces_work()) {
+		fprintf(stderr, "full_disk_keeps_the_old_cache: skipped: `unshare -rm` is not "
+				"allowed here\n");
+		return;
+	}
+	char seed_dir[128], seed[512], cache[128], script[128], out[128], wrapper[1024];
+	snprintf(seed_dir, sizeof(seed_dir), "%s/seed", fault_dir);
+	snprintf(cache, sizeof(cache), "%s/full", fault_dir);
+	snprintf(script, sizeof(script), "%s/full-disk.sh", fault_dir);
+	snprintf(out, sizeof(out), "%s/after", fault_dir);
+	ck_assert_int_eq(mkdir(cache, 0755), 0);
+	FILE *f = fopen(script, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(full_disk_script, f);
+	fclose(f);
+
+	/* a good cache file, from an ordinary run */
+	struct test_daemon d;
+	const char *seed_args[] = {"--cache-dir", seed_dir, NULL};
+	test_daemon_start(&d, seed_args);
+	ruda_client *c = test_connect(&d, "seed");
+	add_checked(c, 1000, 3);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+	snprintf(seed, sizeof(seed), "%s", cache_file(seed_dir));
+	struct stat st;
+	ck_assert_int_eq(stat(seed, &st), 0);
+
+	/* rudad on the full disk, with the fault switch for a device loss,
+	 * whose recovery saves the cache too */
+	const char *old_wrapper = getenv("RUDA_TEST_WRAPPER");
+	snprintf(wrapper, sizeof(wrapper), "unshare -rm sh '%s' '%s' '%s' '%s'", script, cache, seed,
+		 out);
+	setenv("RUDA_TEST_WRAPPER", wrapper, 1);
+	setenv("RUDA_TEST_FAULTS", "1", 1);
+	const char *args[] = {"--cache-dir", cache, NULL};
+	test_daemon_start(&d, args);
+	unsetenv("RUDA_TEST_FAULTS");
+	if (old_wrapper)
+		setenv("RUDA_TEST_WRAPPER", old_wrapper, 1);
+	else
+		unsetenv("RUDA_TEST_WRAPPER");
+
+	c = test_connect(&d, "on a full disk");
+	ruda_daemon_stats s;
+	ck_assert_status(ruda_client_daemon_stats(c, &s), RUDA_OK);
+	ck_assert_uint_eq(s.cache_file_bytes, (uint64_t)st.st_size); /* loaded */
+	/* new kernels to save: fill with a specialization the seed lacks */
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	ruda_handle h;
+	ck_assert_status(ruda_client_empty(c, 4096, &h), RUDA_OK);
+	uint32_t push[2] = {11, 1024}, words[1024];
+	ck_assert_status(ruda_client_launch(c, fill, (ruda_count){1, 1, 1}, &h, 1, push, 8),
+			 RUDA_OK);
+	ck_assert_status(ruda_client_read_one(c, h, words), RUDA_OK);
+	ck_assert_uint_eq(words[1023], 11);
+	ruda_client_close(c);
+	/* a device loss: its recovery's save fails; rudad serves on */
+	ck_assert_status(inject_device_loss(&d, 0, NULL), RUDA_OK);
+	c = test_connect(&d, "after a failed save");
+	add_checked(c, 1000, 4);
+	ruda_client_close(c);
+	char log[256];
+	snprintf(log, sizeof(log), "%s", d.log_path);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "grep -q 'saving.*failed: No space left on device' '%s'", log);
+	ck_assert_msg(system(cmd) == 0, "no ENOSPC logged; see %s", log);
+	test_daemon_stop(&d); /* its last save fails too; exit status 0 */
+
+	/* the old file is whole, and no temporary file is left */
+	char list[160], after[160];
+	snprintf(list, sizeof(list), "%s.list", out);
+	snprintf(after, sizeof(after), "%s.bin", out);
+	ck_assert(same_file_contents(seed, after));
+	f = fopen(list, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[512];
+	int files = 0;
+	while (fgets(line, sizeof(line), f)) {
+		ck_assert_msg(!strstr(line, ".bin."), "a temporary file was left: %s", line);
+		files += strncmp(line, "pipelines-", 10) == 0;
+	}
+	fclose(f);
+	ck_assert_int_eq(files, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("faults");
@@ -314,6 +443,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 240);
 	tcase_add_checked_fixture(t, fault_setup, fault_teardown);
 	tcase_add_test(t, killed_daemon_restarts_with_its_cache);
+	tcase_add_test(t, full_disk_keeps_the_old_cache);
 	suite_add_tcase(s, t);
 	return s;
 }
