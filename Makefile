@@ -243,7 +243,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= $(BUILD)-fuzz
 FUZZ_CC ?= clang
 FUZZ_PACKAGES := clang libclang-rt-14-dev
-FUZZ_TARGETS := frame dispatch
+FUZZ_TARGETS := frame dispatch admin
 FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 # UBSan stops at the first report, and LSan reports, except those of known
 # open bugs (tests/fuzz/*.supp)
@@ -257,7 +257,7 @@ SOAK_CLIENTS ?= 4
 
 # the corpus replay compiles the targets' sources in
 $(BUILD)/tests/test_fuzz_corpus: tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_dispatch.c \
-	tests/fuzz/replay.c
+	tests/fuzz/fuzz_admin.c tests/fuzz/replay.c
 
 $(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
@@ -265,6 +265,13 @@ $(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
 
 $(BUILD)/fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		| $(BUILD)/shaders/fill.spv
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a $(DAEMON_LIBS)
+
+# the dispatch harness with Admin messages as input (it includes fuzz_dispatch.c)
+$(BUILD)/fuzz/fuzz_admin: tests/fuzz/fuzz_admin.c tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a | $(BUILD)/shaders/fill.spv
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS)

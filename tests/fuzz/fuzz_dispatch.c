@@ -21,6 +21,7 @@
  * 256 MiB that the device would accept. Their refusals (counts over the
  * device's limits, sizes over its largest allocation) still run.
  */
+#define RUDA_FUZZ_DISPATCH_C 1
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -70,6 +71,9 @@ static struct {
 	uint8_t *spirv;
 	size_t spirv_size;
 } fd_state;
+
+/* fuzz_admin: the session is root's, so that admin commands run too */
+static int fd_as_admin;
 
 static void fd_sleep_us(long us)
 {
@@ -274,6 +278,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t id = ++fd_state.next_id;
 	FD_CHECK(ruda__session_create(&fd_state.ctx, sv[0], id, &s) == 0);
 	fd_hello(s);
+	if (fd_as_admin)
+		s->uid = 0;
 	s->quota = FD_QUOTA;
 	if (fd_state.spirv_size)
 		memcpy(s->arena->map + RUDA_ARENA_DATA_OFFSET, fd_state.spirv, fd_state.spirv_size);
