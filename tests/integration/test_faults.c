@@ -36,47 +36,6 @@ static void start_daemon(struct test_daemon *d, int faults)
 	unsetenv("RUDA_TEST_FAULTS");
 }
 
-/* Ask for a loss of device 0 over a raw connection; returns the reply's
- * status. When accepted, the same connection then gets the device-lost
- * notice and is closed: it is on device 0 too. */
-static ruda_status inject_device_loss(const struct test_daemon *d, uint32_t device,
-				      uint32_t *sessions)
-{
-	int fd = raw_connect(d);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_status(raw_hello(fd, 1), RUDA_OK);
-	Ruda__AdminInjectDeviceLoss inject = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
-	inject.device = device;
-	Ruda__Admin admin = RUDA__ADMIN__INIT;
-	admin.body_case = RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS;
-	admin.inject_device_loss = &inject;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.id = 2;
-	req.body_case = RUDA__REQUEST__BODY_ADMIN;
-	req.admin = &admin;
-	ck_assert_int_eq(raw_send_request(fd, &req), 0);
-	Ruda__Reply *reply = raw_recv_reply(fd, 30000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_uint_eq(reply->id, 2);
-	ruda_status st = (ruda_status)reply->status;
-	if (st == RUDA_OK) {
-		ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
-		ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_INJECT_DEVICE_LOSS);
-		if (sessions)
-			*sessions = reply->admin->inject_device_loss->sessions;
-		Ruda__Reply *notice = raw_recv_reply(fd, 30000, NULL);
-		ck_assert_ptr_nonnull(notice);
-		ck_assert_uint_eq(notice->id, 0);
-		ck_assert_int_eq(notice->status, RUDA__STATUS__ERROR_DEVICE_LOST);
-		ck_assert_ptr_nonnull(strstr(notice->message, "was lost"));
-		ruda__reply__free_unpacked(notice, NULL);
-		ck_assert(raw_closed_by_peer(fd, 30000));
-	}
-	ruda__reply__free_unpacked(reply, NULL);
-	close(fd);
-	return st;
-}
-
 /* out[i] = a[i] + b[i] on the device, compared with the CPU's sums. */
 static void add_checked(ruda_client *c, uint32_t n, uint64_t seed)
 {
@@ -140,7 +99,7 @@ START_TEST(device_loss_recreates_device)
 		ruda_client_flush(busy);
 
 		uint32_t sessions = 0;
-		ck_assert_status(inject_device_loss(&d, 0, &sessions), RUDA_OK);
+		ck_assert_status(test_inject_device_loss(&d, 0, &sessions), RUDA_OK);
 		ck_assert_uint_eq(sessions, 3); /* busy, idle and the asking one */
 
 		/* old handles, old kernels, new requests: all fail the same way */
@@ -179,14 +138,14 @@ START_TEST(device_loss_needs_the_test_switch)
 	ruda_handle h;
 	uint8_t data[64] = {9};
 	ck_assert_status(ruda_client_create(c, data, sizeof(data), &h), RUDA_OK);
-	ck_assert_status(inject_device_loss(&d, 0, NULL), RUDA_ERROR_UNSUPPORTED);
+	ck_assert_status(test_inject_device_loss(&d, 0, NULL), RUDA_ERROR_UNSUPPORTED);
 	ck_assert_status(ruda_client_read_one(c, h, data), RUDA_OK);
 	ck_assert_uint_eq(data[0], 9);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
 
 	start_daemon(&d, 1);
-	ck_assert_status(inject_device_loss(&d, 7, NULL), RUDA_ERROR_INVALID_ARGUMENT);
+	ck_assert_status(test_inject_device_loss(&d, 7, NULL), RUDA_ERROR_INVALID_ARGUMENT);
 	test_daemon_stop(&d);
 }
 END_TEST
@@ -402,7 +361,7 @@ START_TEST(full_disk_keeps_the_old_cache)
 	ck_assert_uint_eq(words[1023], 11);
 	ruda_client_close(c);
 	/* a device loss: its recovery's save fails; rudad serves on */
-	ck_assert_status(inject_device_loss(&d, 0, NULL), RUDA_OK);
+	ck_assert_status(test_inject_device_loss(&d, 0, NULL), RUDA_OK);
 	c = test_connect(&d, "after a failed save");
 	add_checked(c, 1000, 4);
 	ruda_client_close(c);
