@@ -52,6 +52,7 @@ START_TEST(dispatch_corpus)
 {
 	fuzz_dispatch_init(NULL, NULL);
 	run_corpus("dispatch", fuzz_dispatch_one, 25);
+	fd_teardown();
 }
 END_TEST
 
@@ -59,6 +60,7 @@ START_TEST(admin_corpus)
 {
 	fuzz_admin_init(NULL, NULL);
 	run_corpus("admin", fuzz_admin_one, 10);
+	fd_teardown();
 }
 END_TEST
 
