@@ -341,7 +341,8 @@ check-asan: deps
 check-valgrind: deps
 	@$(MAKE) --no-print-directory DEB_PACKAGES=valgrind deps
 	@$(MAKE) --no-print-directory tests
-	@RUDA_TEST_WRAPPER="$(VALGRIND)" BUILD=$(BUILD) sh tests/run.sh $(VALGRIND_TESTS)
+	@CK_TIMEOUT_MULTIPLIER=10 RUDA_TEST_WRAPPER="$(VALGRIND)" BUILD=$(BUILD) \
+		sh tests/run.sh $(VALGRIND_TESTS)
 
 # ---- running ------------------------------------------------------------
 
