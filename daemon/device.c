@@ -126,9 +126,11 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 	atomic_store(&d->lost_status, status);
 	atomic_store(&d->lost, (int)r);
 	uv_async_send(&d->async);
-	log_error("device %u: %s; its work is lost", d->index,
-		  status == RUDA_ERROR_TIMEOUT ? "a submission ran past the time limit"
-					       : "device lost");
+	log_error("device %u: %s", d->index,
+		  status == RUDA_ERROR_TIMEOUT
+			  ? "a submission ran past the time limit; its work is lost until rudad "
+			    "restarts"
+			  : "device lost; its work is lost");
 }
 
 static void *completion_main(void *arg)
