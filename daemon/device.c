@@ -781,6 +781,16 @@ static void free_after_close(uv_handle_t *handle)
 	free(handle->data);
 }
 
+/* The watchdog is closed: close the async handle, whose callback frees the
+ * device. One after the other, because libuv finishes closes in reverse
+ * order and reads a handle after the callback of the one before it ran. */
+static void close_async_after_watchdog(uv_handle_t *handle)
+{
+	struct ruda_device *d = handle->data;
+	d->async.data = d;
+	uv_close((uv_handle_t *)&d->async, free_after_close);
+}
+
 void ruda__device_destroy(struct ruda_device *d)
 {
 	if (!d)
@@ -813,9 +823,7 @@ void ruda__device_destroy(struct ruda_device *d)
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
 	uv_timer_stop(&d->watchdog);
-	uv_close((uv_handle_t *)&d->watchdog, NULL);
-	/* the async handle's memory is the device: free both once it is closed
-	 * (after the watchdog's, which closes first) */
-	d->async.data = d;
-	uv_close((uv_handle_t *)&d->async, free_after_close);
+	/* both handles' memory is the device: freed once the last is closed */
+	d->watchdog.data = d;
+	uv_close((uv_handle_t *)&d->watchdog, close_async_after_watchdog);
 }
