@@ -13,14 +13,14 @@
 #include "pipeline_cache.h"
 #include "session.h"
 
-uint32_t ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index)
+int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index)
 {
 	struct ruda_device *d = ctx->devices[index];
 	const struct ruda_handle_table *t = &ctx->sessions;
 	size_t n = 0;
 	struct ruda_session **list = malloc((t->count ? t->count : 1) * sizeof(*list));
 	if (!list)
-		return 0;
+		return -ENOMEM;
 	/* collected first: destroying a session changes the table */
 	for (size_t i = 0; i < t->cap; i++) {
 		struct ruda_session *s = t->slots[i].value;
@@ -40,7 +40,7 @@ uint32_t ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_
 		ruda__session_destroy(s);
 	}
 	free(list);
-	return (uint32_t)n;
+	return (int)n;
 }
 
 int ruda__recovery_tick(struct ruda_session_context *ctx)
@@ -57,8 +57,10 @@ int ruda__recovery_tick(struct ruda_session_context *ctx)
 			continue;
 		/* fail what is in flight now, before its sessions go */
 		ruda__device_process_completions(d);
-		ruda__recovery_close_sessions(ctx, i);
-		int err = ctx->recreate_device(ctx->hook_data, i);
+		/* no session may be left on the old device: try again later */
+		int err = ruda__recovery_close_sessions(ctx, i) < 0
+				  ? -EAGAIN
+				  : ctx->recreate_device(ctx->hook_data, i);
 		if (err == -EAGAIN) {
 			pending++;
 		} else if (err < 0) {

@@ -32,8 +32,8 @@ struct ruda_device_slot {
 int ruda__recovery_tick(struct ruda_session_context *ctx);
 
 /* Close the sessions on device `index` with a device-lost notice; returns
- * how many. */
-uint32_t ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index);
+ * how many, or -ENOMEM (none closed). */
+int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index);
 
 /* Tear down device `index` of ctx and open it again (the recreate_device
  * hook's work). 0 when done, -EAGAIN while the thread pool still works for
