@@ -142,6 +142,10 @@ void ruda__submission_discard(struct ruda_submission *sub, int status);
  * once it has failed, else RUDA_OK. */
 int ruda__device_failure(struct ruda_device *device);
 
+/* Test-only: fail the device as a VK_ERROR_DEVICE_LOST from the driver
+ * would (its work fails with RUDA_ERROR_DEVICE_LOST). Loop thread. */
+void ruda__device_inject_loss(struct ruda_device *device);
+
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);
 

@@ -49,6 +49,7 @@ struct ruda_client {
 	struct ruda_frame_reader in; /* only the thread that is the reader */
 	int reader_active;
 	int broken; /* the connection is gone */
+	ruda_status gone; /* why, when rudad said so in a notice (0: it did not) */
 	struct waiting *waiting;
 	uint64_t next_request, next_handle, next_kernel, next_window;
 	uint32_t stream; /* where requests go; guarded by lock */
@@ -71,18 +72,47 @@ static void set_error(ruda_client *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What calls on a broken connection return: the reason rudad gave (a
+ * lost device), else RUDA_ERROR_DISCONNECTED. */
+static ruda_status gone_status(const ruda_client *c)
+{
+	return c->gone ? c->gone : RUDA_ERROR_DISCONNECTED;
+}
+
+static void deliver(ruda_client *c, struct ruda_frame *frame);
+
+/* A send failed: rudad may have said why before it closed the connection
+ * (a notice waiting unread). Read what is there without blocking. Lock
+ * held. */
+static void read_pending_notice(ruda_client *c)
+{
+	if (c->reader_active)
+		return;
+	while (!c->gone && ruda__frame_reader_recv(&c->in, c->fd, MSG_DONTWAIT) > 0) {
+		struct ruda_frame frame;
+		int r = 0;
+		while (!c->gone && (r = ruda__frame_reader_next(&c->in, &frame)) > 0)
+			deliver(c, &frame);
+		if (r < 0)
+			break;
+	}
+}
+
 /* ---- sending ------------------------------------------------------------ */
 
 /* Send everything queued. Lock held. */
 static ruda_status send_queued(ruda_client *c)
 {
 	if (c->broken)
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	int err = ruda__frame_writer_flush(&c->out, c->fd, 0);
 	if (err < 0) {
+		read_pending_notice(c);
 		c->broken = 1;
-		set_error(c, "sending to rudad failed: %s", strerror(-err));
-		return RUDA_ERROR_DISCONNECTED;
+		if (!c->gone)
+			set_error(c, "sending to rudad failed: %s", strerror(-err));
+		pthread_cond_broadcast(&c->cond);
+		return gone_status(c);
 	}
 	return RUDA_OK;
 }
@@ -91,7 +121,7 @@ static ruda_status send_queued(ruda_client *c)
 static ruda_status queue(ruda_client *c, Ruda__Request *req)
 {
 	if (c->broken)
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	req->id = c->next_request++;
 	req->stream = c->stream;
 	size_t size = ruda__request__get_packed_size(req);
@@ -117,6 +147,18 @@ static void deliver(ruda_client *c, struct ruda_frame *frame)
 {
 	Ruda__Reply *reply = ruda__reply__unpack(NULL, frame->length, frame->payload);
 	struct waiting *w = NULL;
+	if (reply && reply->id == 0 && reply->status != RUDA__STATUS__OK) {
+		/* a notice: rudad closes the connection for this reason (its
+		 * device was lost); every call reports it from now on */
+		c->gone = (ruda_status)reply->status;
+		set_error(c, "%s", reply->message && *reply->message ? reply->message
+								     : ruda_strerror(c->gone));
+		c->broken = 1;
+		ruda__reply__free_unpacked(reply, NULL);
+		for (uint16_t i = 0; i < frame->nfds; i++)
+			close(frame->fds[i]);
+		return;
+	}
 	if (reply)
 		for (w = c->waiting; w && w->id != reply->id; w = w->next)
 			;
@@ -150,9 +192,10 @@ static void read_replies(ruda_client *c)
 	c->reader_active = 0;
 	if (n <= 0) {
 		c->broken = 1;
-		set_error(c, n == 0 ? "rudad closed the connection"
-				    : "receiving from rudad failed: %s",
-			  strerror((int)-n));
+		if (!c->gone)
+			set_error(c, n == 0 ? "rudad closed the connection"
+					    : "receiving from rudad failed: %s",
+				  strerror((int)-n));
 	} else {
 		struct ruda_frame frame;
 		int r;
@@ -210,7 +253,7 @@ static ruda_status call_finish(ruda_client *c, struct waiting *w, Ruda__Reply **
 	if (!w->reply) {
 		if (w->fd >= 0)
 			close(w->fd);
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	}
 	ruda_status st = (ruda_status)w->reply->status;
 	if (st != RUDA_OK)

@@ -9,6 +9,8 @@
  * alone and in the sequences that make them do real work, and a few
  * refused ones. OUT_DIR/frame/<name>: the same streams behind fuzz_frame's
  * split byte (each in two split modes), with a Hello in front.
+ * OUT_DIR/admin/<name>: single ruda.Admin messages (fuzz_admin's input):
+ * every command, with edge values, none, an unknown and a truncated body.
  *
  * Built and run by hand (the corpora are committed):
  *   cc -std=c11 -Ibuild/gen tests/fuzz/make_corpus.c build/gen/ruda.pb-c.c \
@@ -276,6 +278,7 @@ static void admin(Ruda__Admin__BodyCase c)
 	Ruda__AdminCleanup cu = RUDA__ADMIN_CLEANUP__INIT;
 	Ruda__AdminDrain dr = RUDA__ADMIN_DRAIN__INIT;
 	Ruda__AdminShutdown sh = RUDA__ADMIN_SHUTDOWN__INIT;
+	Ruda__AdminInjectDeviceLoss il = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
 	a.body_case = c;
 	switch (c) {
 	case RUDA__ADMIN__BODY_STATUS: a.status = &st; break;
@@ -287,6 +290,7 @@ static void admin(Ruda__Admin__BodyCase c)
 	case RUDA__ADMIN__BODY_CLEANUP: a.cleanup = &cu; break;
 	case RUDA__ADMIN__BODY_DRAIN: a.drain = &dr; break;
 	case RUDA__ADMIN__BODY_SHUTDOWN: a.shutdown = &sh; break;
+	case RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS: a.inject_device_loss = &il; break;
 	default: break;
 	}
 	REQ(admin, ADMIN, &a);
@@ -310,6 +314,53 @@ static void graph(int what, uint64_t id)
 	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
 	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
 	}
+}
+
+static void save_file(const char *target, const char *name, const uint8_t *data, size_t len);
+
+/* admin/<name>: one ruda.Admin message, fuzz_admin's input */
+static void save_admin(const char *name, const Ruda__Admin *a)
+{
+	uint8_t buf[RUDA_FRAME_MAX_PAYLOAD];
+	size_t n = ruda__admin__pack(a, buf);
+	save_file("admin", name, buf, n);
+}
+
+static void admin_corpus(void)
+{
+	Ruda__Admin a = RUDA__ADMIN__INIT;
+	save_admin("none", &a);
+	Ruda__AdminStatus st = RUDA__ADMIN_STATUS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_STATUS; a.status = &st; save_admin("status", &a);
+	Ruda__AdminDevices dv = RUDA__ADMIN_DEVICES__INIT;
+	a.body_case = RUDA__ADMIN__BODY_DEVICES; a.devices = &dv; save_admin("devices", &a);
+	Ruda__AdminClients cl = RUDA__ADMIN_CLIENTS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CLIENTS; a.clients = &cl; save_admin("clients", &a);
+	cl.after = UINT64_MAX; save_admin("clients_after_max", &a);
+	Ruda__AdminMemory me = RUDA__ADMIN_MEMORY__INIT;
+	a.body_case = RUDA__ADMIN__BODY_MEMORY; a.memory = &me; save_admin("memory", &a);
+	Ruda__AdminCache ca = RUDA__ADMIN_CACHE__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CACHE; a.cache = &ca; save_admin("cache", &a);
+	ca.max_pipelines = UINT32_MAX; save_admin("cache_max", &a);
+	Ruda__AdminKill ki = RUDA__ADMIN_KILL__INIT;
+	a.body_case = RUDA__ADMIN__BODY_KILL; a.kill = &ki; save_admin("kill_none", &a);
+	ki.client = 1; save_admin("kill_1", &a);
+	ki.client = UINT64_MAX; save_admin("kill_max", &a);
+	Ruda__AdminCleanup cu = RUDA__ADMIN_CLEANUP__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CLEANUP; a.cleanup = &cu; save_admin("cleanup", &a);
+	Ruda__AdminDrain dr = RUDA__ADMIN_DRAIN__INIT;
+	a.body_case = RUDA__ADMIN__BODY_DRAIN; a.drain = &dr; save_admin("drain", &a);
+	Ruda__AdminShutdown sh = RUDA__ADMIN_SHUTDOWN__INIT;
+	a.body_case = RUDA__ADMIN__BODY_SHUTDOWN; a.shutdown = &sh; save_admin("shutdown", &a);
+	Ruda__AdminInjectDeviceLoss il = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS; a.inject_device_loss = &il;
+	save_admin("inject_device_loss", &a);
+	il.device = 7; save_admin("inject_device_loss_7", &a);
+	/* a body field of a newer rudactl (99), and one cut short */
+	static const uint8_t newer[] = {0x9a, 0x06, 0x00};
+	save_file("admin", "unknown_body", newer, sizeof(newer));
+	static const uint8_t cut[] = {0x1a, 0x05, 0x08};
+	save_file("admin", "truncated", cut, sizeof(cut));
 }
 
 static void hello(void)
@@ -439,6 +490,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "admin_%s", names[c]);
 		begin(); admin((Ruda__Admin__BodyCase)c); save(name);
 	}
+	begin(); admin(RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS); save("admin_inject_device_loss");
+	admin_corpus();
 	/* refused */
 	begin(); hello(); save("second_hello");
 	begin(); write_(none, 0, DATA, 16); read_(none, 0, DATA, 16); sync_();
