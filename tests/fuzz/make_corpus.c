@@ -296,26 +296,6 @@ static void admin(Ruda__Admin__BodyCase c)
 	REQ(admin, ADMIN, &a);
 }
 
-/* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
-static void graph(int what, uint64_t id)
-{
-	Ruda__GraphPrepare p = RUDA__GRAPH_PREPARE__INIT;
-	Ruda__GraphStartCapture b = RUDA__GRAPH_START_CAPTURE__INIT;
-	Ruda__GraphStopCapture e = RUDA__GRAPH_STOP_CAPTURE__INIT;
-	Ruda__GraphAbortCapture a = RUDA__GRAPH_ABORT_CAPTURE__INIT;
-	Ruda__GraphReplay r = RUDA__GRAPH_REPLAY__INIT;
-	Ruda__GraphRelease x = RUDA__GRAPH_RELEASE__INIT;
-	e.graph = r.graph = x.graph = id;
-	switch (what) {
-	case 0: REQ(graph_prepare, GRAPH_PREPARE, &p); break;
-	case 1: REQ(graph_start_capture, GRAPH_START_CAPTURE, &b); break;
-	case 2: REQ(graph_stop_capture, GRAPH_STOP_CAPTURE, &e); break;
-	case 3: REQ(graph_abort_capture, GRAPH_ABORT_CAPTURE, &a); break;
-	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
-	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
-	}
-}
-
 static void save_file(const char *target, const char *name, const uint8_t *data, size_t len);
 
 /* admin/<name>: one ruda.Admin message, fuzz_admin's input */
@@ -361,6 +341,24 @@ static void admin_corpus(void)
 	save_file("admin", "unknown_body", newer, sizeof(newer));
 	static const uint8_t cut[] = {0x1a, 0x05, 0x08};
 	save_file("admin", "truncated", cut, sizeof(cut));
+/* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
+static void graph(int what, uint64_t id)
+{
+	Ruda__GraphPrepare p = RUDA__GRAPH_PREPARE__INIT;
+	Ruda__GraphStartCapture b = RUDA__GRAPH_START_CAPTURE__INIT;
+	Ruda__GraphStopCapture e = RUDA__GRAPH_STOP_CAPTURE__INIT;
+	Ruda__GraphAbortCapture a = RUDA__GRAPH_ABORT_CAPTURE__INIT;
+	Ruda__GraphReplay r = RUDA__GRAPH_REPLAY__INIT;
+	Ruda__GraphRelease x = RUDA__GRAPH_RELEASE__INIT;
+	e.graph = r.graph = x.graph = id;
+	switch (what) {
+	case 0: REQ(graph_prepare, GRAPH_PREPARE, &p); break;
+	case 1: REQ(graph_start_capture, GRAPH_START_CAPTURE, &b); break;
+	case 2: REQ(graph_stop_capture, GRAPH_STOP_CAPTURE, &e); break;
+	case 3: REQ(graph_abort_capture, GRAPH_ABORT_CAPTURE, &a); break;
+	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
+	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
+	}
 }
 
 static void hello(void)
