@@ -128,6 +128,7 @@ int main(void)
 {
 	Suite *s = suite_create("launch_decode");
 	TCase *tc = tcase_create("launch_decode");
+	tcase_set_timeout(tc, 60); /* a loaded machine; nothing here waits */
 	tcase_add_test(tc, takes_what_libruda_writes);
 	tcase_add_test(tc, leaves_the_rest);
 	tcase_add_test(tc, mutations_agree);

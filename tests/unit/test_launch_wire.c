@@ -113,6 +113,7 @@ int main(void)
 {
 	Suite *s = suite_create("launch_wire");
 	TCase *tc = tcase_create("launch_wire");
+	tcase_set_timeout(tc, 60); /* a loaded machine; nothing here waits */
 	tcase_add_test(tc, typical_launches);
 	tcase_add_test(tc, edge_values);
 	suite_add_tcase(s, tc);
