@@ -19,6 +19,7 @@
 #include "../proto/sha256.h"
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
+#include "tensor.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -57,6 +58,7 @@ struct ruda_client {
 
 	uint64_t session_id;
 	ruda_device_properties props;
+	struct ruda_tensor_state *tensors; /* tensor.c */
 	char last_error[512];
 };
 
@@ -405,6 +407,7 @@ static void client_free(ruda_client *c)
 	if (c->arena)
 		munmap(c->arena, c->arena_size);
 	ruda__arena_ring_finish(&c->ring);
+	ruda__tensor_state_free(c->tensors);
 	ruda__frame_reader_finish(&c->in);
 	ruda__frame_writer_finish(&c->out);
 	if (c->fd >= 0)
@@ -428,7 +431,8 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	pthread_cond_init(&c->cond, NULL);
 	ruda__frame_writer_init(&c->out);
 	c->next_request = c->next_handle = c->next_kernel = c->next_window = 1;
-	if (ruda__frame_reader_init(&c->in) < 0) {
+	c->tensors = ruda__tensor_state_new();
+	if (!c->tensors || ruda__frame_reader_init(&c->in) < 0) {
 		client_free(c);
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -731,10 +735,17 @@ ruda_status ruda_client_read_one(ruda_client *c, ruda_handle handle, void *dst)
 	return ruda_client_read(c, &handle, 1, &dst);
 }
 
+struct ruda_tensor_state *ruda__client_tensor_state(ruda_client *c)
+{
+	return c->tensors;
+}
+
 ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
 {
 	if (!c)
 		return RUDA_ERROR_INVALID_ARGUMENT;
+	if (ruda__tensor_release_shared(c->tensors, h.id))
+		return RUDA_OK; /* other tensors of its create_tensors call remain */
 	Ruda__Release r = RUDA__RELEASE__INIT;
 	r.n_handles = 1;
 	r.handles = &h.id;

@@ -197,6 +197,79 @@ ruda_status ruda_client_read_one(ruda_client *client, ruda_handle handle, void *
 /* Drop a buffer; its memory is freed when work using it is done. */
 ruda_status ruda_client_release(ruda_client *client, ruda_handle handle);
 
+/* ---- tensors (create_tensor(s), empty_tensor(s), read_tensor) ---------- */
+
+/* Dimensions a tensor layout may have. */
+#define RUDA_MAX_RANK 8
+
+/* How a tensor's elements are laid out in its buffer (MemoryLayoutStrategy). */
+typedef enum ruda_layout_strategy {
+	RUDA_LAYOUT_CONTIGUOUS = 0, /* packed row-major */
+	RUDA_LAYOUT_OPTIMIZED = 1,  /* rows pitched where that helps (docs/memory.md) */
+} ruda_layout_strategy;
+
+/* A tensor to allocate (MemoryLayoutDescriptor): shape outermost first. */
+typedef struct ruda_layout_desc {
+	ruda_layout_strategy strategy;
+	uint32_t rank; /* 1..RUDA_MAX_RANK */
+	uint64_t shape[RUDA_MAX_RANK];
+	uint64_t elem_size; /* bytes of one element */
+} ruda_layout_desc;
+
+/* An allocated tensor (MemoryLayout): its bytes and the strides chosen, in
+ * elements, outermost first. */
+typedef struct ruda_layout {
+	ruda_handle handle;
+	uint32_t rank;
+	uint64_t strides[RUDA_MAX_RANK];
+} ruda_layout;
+
+/* A tensor to read (CopyDescriptor): `handle` holds element 0; element
+ * (i0, i1, ...) lies at byte handle.offset + elem_size * sum(ik * strides[k]). */
+typedef struct ruda_copy_desc {
+	ruda_handle handle;
+	uint32_t rank;
+	uint64_t shape[RUDA_MAX_RANK];
+	uint64_t strides[RUDA_MAX_RANK]; /* elements */
+	uint64_t elem_size;
+} ruda_copy_desc;
+
+/*
+ * Allocate `count` tensors in one buffer, each at an offset aligned for
+ * binding, and upload data[i] (packed row-major, product(shape) *
+ * elem_size bytes; NULL in empty_tensors) into each with the layout chosen
+ * (ErasedClient::create_tensors). out[i] gets each tensor's slice and
+ * strides. The shared buffer is freed when every tensor of the call has
+ * been released.
+ */
+ruda_status ruda_client_create_tensors(ruda_client *client, const ruda_layout_desc *descs,
+				       const void *const *data, size_t count, ruda_layout *out);
+ruda_status ruda_client_create_tensor(ruda_client *client, const ruda_layout_desc *desc,
+				      const void *data, ruda_layout *out);
+/* The same without data (ErasedClient::empty_tensors). */
+ruda_status ruda_client_empty_tensors(ruda_client *client, const ruda_layout_desc *descs,
+				      size_t count, ruda_layout *out);
+ruda_status ruda_client_empty_tensor(ruda_client *client, const ruda_layout_desc *desc,
+				     ruda_layout *out);
+
+/*
+ * Whether a layout is read as it lies, with no gather on the device
+ * (ErasedClient::can_read_tensor): packed row-major strides (dimensions of
+ * size 1 may have any stride).
+ */
+int ruda_client_can_read_tensor(const ruda_client *client, uint32_t rank, const uint64_t *shape,
+				const uint64_t *strides);
+
+/*
+ * Read `count` tensors into packed row-major bytes: dst[i] receives
+ * product(shape) * elem_size bytes (ErasedClient::read_tensor). Layouts
+ * can_read_tensor refuses are packed on the device by the built-in gather
+ * kernel first (elements of 4, 8, 12 or 16 bytes, up to 4 dimensions that
+ * do not merge), or else gathered from their byte span on the host.
+ */
+ruda_status ruda_client_read_tensor(ruda_client *client, const ruda_copy_desc *descs,
+				    size_t count, void *const *dst);
+
 /* ---- kernels ---------------------------------------------------------- */
 
 /* A specialization constant: `size` is 4 or 8 bytes of `value`. */
