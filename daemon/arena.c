@@ -113,6 +113,31 @@ int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena *
 	return 0;
 }
 
+int ruda__arena_adopt(struct ruda_device *d, int fd, uint64_t size, struct ruda_arena **out)
+{
+	struct ruda_arena *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->device = d;
+	a->size = size;
+	a->fd = -1; /* the mapping keeps the memory; the fd is the caller's */
+	ruda_ref_init(&a->ref, arena_destroy);
+	int err = 0;
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		err = -errno;
+	else
+		a->map = map;
+	if (!err)
+		err = arena_import(a);
+	if (err) {
+		ruda_ref_put(&a->ref);
+		return err;
+	}
+	*out = a;
+	return 0;
+}
+
 int ruda__arena_contains(const struct ruda_arena *a, uint64_t offset, uint64_t size)
 {
 	return offset >= RUDA_ARENA_DATA_OFFSET && offset <= a->size && size <= a->size - offset;

@@ -122,6 +122,19 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
 }
 
+ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *region,
+				     uint64_t region_offset, struct ruda_buffer *buffer,
+				     uint64_t offset, uint64_t size, int to_buffer)
+{
+	/* held by the submission the copy goes into (copy() records into the
+	 * open one, and may submit it only after recording) */
+	if ((!s->recording && !record(s)) ||
+	    ruda__submission_hold(s->recording, &region->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	return to_buffer ? copy(s, region->buffer, region_offset, buffer->vk, offset, size, buffer)
+			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer);
+}
+
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 				const uint32_t count[3], const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size)

@@ -19,6 +19,7 @@
 #include "../proto/sha256.h"
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
+#include "client_internal.h"
 #include "tensor.h"
 #include "ruda.pb-c.h"
 
@@ -253,6 +254,66 @@ static ruda_status post(ruda_client *c, Ruda__Request *req, int now)
 	if (st == RUDA_OK && now)
 		st = send_queued(c);
 	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+/* ---- for the other files of libruda (client_internal.h) ----------------- */
+
+ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
+{
+	return call(c, req, out);
+}
+
+ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
+{
+	return post(c, req, now);
+}
+
+uint64_t ruda__client_next_id(ruda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint64_t id = c->next_handle++;
+	pthread_mutex_unlock(&c->lock);
+	return id;
+}
+
+ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd)
+{
+	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the writer closes what it sends */
+	if (copy < 0) {
+		set_error(c, "cannot duplicate fd %d: %s", fd, strerror(errno));
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = c->broken ? RUDA_ERROR_DISCONNECTED : RUDA_OK;
+	struct waiting w;
+	uint8_t *payload = NULL;
+	size_t size = 0;
+	if (st == RUDA_OK) {
+		req->id = c->next_request++;
+		req->stream = c->stream;
+		size = ruda__request__get_packed_size(req);
+		payload = malloc(size ? size : 1);
+		if (!payload)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st == RUDA_OK) {
+		ruda__request__pack(req, payload);
+		if (ruda__frame_writer_append(&c->out, payload, (uint32_t)size, &copy, 1) < 0)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+		copy = -1; /* owned (or closed) by the writer now */
+	}
+	if (st == RUDA_OK)
+		st = send_queued(c);
+	if (st == RUDA_OK) {
+		w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
+		c->waiting = &w;
+		st = call_finish(c, &w, NULL, NULL);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (copy >= 0)
+		close(copy);
+	free(payload);
 	return st;
 }
 

@@ -270,6 +270,48 @@ int ruda_client_can_read_tensor(const ruda_client *client, uint32_t rank, const 
 ruda_status ruda_client_read_tensor(ruda_client *client, const ruda_copy_desc *descs,
 				    size_t count, void *const *dst);
 
+/* ---- staging regions (ErasedClient::staging) ---------------------------- */
+
+/*
+ * Shared memory the daemon reads and writes directly: bytes written into
+ * `data` become a buffer with one device copy and no host copy
+ * (ruda_client_create_from_staging), and downloads land in it the same way.
+ * Its bytes must not change while work that reads them is pending
+ * (ruda_client_sync_buffers on the buffer, or ruda_client_sync, says when
+ * that is over).
+ */
+typedef struct ruda_staging {
+	uint64_t id;  /* the region's name in the session */
+	void *data;   /* mapped in this process */
+	size_t size;
+} ruda_staging;
+
+/* A new region of at least `size` bytes (a sealed memfd libruda makes). */
+ruda_status ruda_client_staging_create(ruda_client *client, size_t size, ruda_staging *out);
+/*
+ * Use the caller's memfd `fd` (borrowed; the caller may close it after the
+ * call) as a region of `size` bytes. The daemon refuses, with
+ * RUDA_ERROR_INVALID_ARGUMENT and the reason in ruda_client_last_error, an
+ * fd that is not a memfd, one not sealed with F_SEAL_SHRINK, and one
+ * smaller than `size` rounded up to 64 KiB (the import granularity of
+ * common devices; page size on others).
+ */
+ruda_status ruda_client_staging_attach(ruda_client *client, int fd, size_t size,
+				       ruda_staging *out);
+/* Unmap and forget a region; copies already asked for still complete. */
+ruda_status ruda_client_staging_release(ruda_client *client, ruda_staging *staging);
+/* A new buffer holding `size` bytes of the region from `offset`. */
+ruda_status ruda_client_create_from_staging(ruda_client *client, const ruda_staging *staging,
+					    uint64_t offset, size_t size, ruda_handle *out);
+/* Copy `size` region bytes from `staging_offset` into `handle` at `offset`. */
+ruda_status ruda_client_write_from_staging(ruda_client *client, ruda_handle handle,
+					   uint64_t offset, const ruda_staging *staging,
+					   uint64_t staging_offset, size_t size);
+/* Read `handle` (handle.size bytes) into the region at `staging_offset`;
+ * returns once the bytes are there. */
+ruda_status ruda_client_read_to_staging(ruda_client *client, ruda_handle handle,
+					const ruda_staging *staging, uint64_t staging_offset);
+
 /* ---- kernels ---------------------------------------------------------- */
 
 /* A specialization constant: `size` is 4 or 8 bytes of `value`. */

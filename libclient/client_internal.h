@@ -1,0 +1,21 @@
+/* What client.c lends the other files of libruda: requests with and
+ * without replies, on the client's connection and stream. */
+#ifndef RUDA_CLIENT_INTERNAL_H
+#define RUDA_CLIENT_INTERNAL_H
+
+#include <stdint.h>
+
+#include <ruda/ruda.h>
+
+#include "ruda.pb-c.h"
+
+/* Send `req` and wait for its reply (*out owned by the caller, optional). */
+ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Reply **out);
+/* The same with `fd` (borrowed) passed alongside. */
+ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
+/* Queue a request that has no reply; send at once when `now`. */
+ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
+/* A fresh id for a buffer or a staging region. */
+uint64_t ruda__client_next_id(ruda_client *client);
+
+#endif
