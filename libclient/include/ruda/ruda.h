@@ -270,6 +270,26 @@ int ruda_client_can_read_tensor(const ruda_client *client, uint32_t rank, const 
 ruda_status ruda_client_read_tensor(ruda_client *client, const ruda_copy_desc *descs,
 				    size_t count, void *const *dst);
 
+/* ---- asynchronous reads (read_async, read_tensor_async) ---------------- */
+
+/*
+ * A read in progress. The destination memory must stay valid until the
+ * future is waited for; every future is waited for exactly once, and before
+ * its client is closed.
+ */
+typedef struct ruda_future ruda_future;
+
+/* ruda_client_read without waiting for it (ErasedClient::read_async). */
+ruda_status ruda_client_read_async(ruda_client *client, const ruda_handle *handles,
+				   size_t count, void *const *dst, ruda_future **out);
+/* ruda_client_read_tensor without waiting (ErasedClient::read_tensor_async). */
+ruda_status ruda_client_read_tensor_async(ruda_client *client, const ruda_copy_desc *descs,
+					  size_t count, void *const *dst, ruda_future **out);
+/* 1 once the read is over (ruda_future_wait will not block), else 0. */
+int ruda_future_poll(const ruda_future *future);
+/* Wait for the read, free the future and return the read's status. */
+ruda_status ruda_future_wait(ruda_future *future);
+
 /* ---- staging regions (ErasedClient::staging) ---------------------------- */
 
 /*
