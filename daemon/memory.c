@@ -39,6 +39,7 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	if (type < 0)
 		return -ENODEV;
 	m->type = (uint32_t)type;
+	m->heap_size = d->memory.memoryHeaps[d->memory.memoryTypes[type].heapIndex].size;
 	/* a binding can start at any allocation: respect both alignments */
 	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
 	m->alignment = req->alignment > align ? req->alignment : align;
@@ -86,6 +87,15 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	struct ruda_memory_page *p = calloc(1, sizeof(*p));
 	struct free_range *r = dedicated ? NULL : malloc(sizeof(*r));
 	if (!p || (!dedicated && !r)) {
+		free(p);
+		free(r);
+		return NULL;
+	}
+	/* drivers that allocate lazily (CPU devices) would accept more than the
+	 * heap holds and fail later, page by page: refuse it now */
+	if (m->heap_size && size > m->heap_size - (m->stats.reserved < m->heap_size
+							    ? m->stats.reserved
+							    : m->heap_size)) {
 		free(p);
 		free(r);
 		return NULL;

@@ -37,6 +37,7 @@ struct ruda_memory {
 	uint64_t page_size;         /* of shared pages */
 	uint64_t max_shared;        /* larger allocations get their own page */
 	uint32_t keep_empty;        /* empty shared pages kept for reuse */
+	uint64_t heap_size;         /* of the pages' heap: never reserve more */
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
 };
