@@ -19,6 +19,7 @@
 #include "../proto/sha256.h"
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
+#include "parallel_copy.h"
 #include "client_internal.h"
 #include "tensor.h"
 #include "ruda.pb-c.h"
@@ -581,7 +582,7 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 		ruda_status st = arena_alloc(c, chunk, 0, &arena_offset, &region);
 		if (st != RUDA_OK)
 			return st;
-		memcpy(c->arena + arena_offset, src, chunk);
+		ruda__parallel_copy(c->arena + arena_offset, src, chunk);
 		Ruda__Write w = RUDA__WRITE__INIT;
 		w.handle = handle;
 		w.offset = offset;
@@ -720,7 +721,7 @@ static ruda_status finish_read(ruda_client *c, struct read_chunk *r, uint8_t *ds
 	if (st == RUDA_OK && r->size) {
 		/* copy without the lock: other threads may go on meanwhile */
 		pthread_mutex_unlock(&c->lock);
-		memcpy(dst + r->done, c->arena + r->arena_offset, r->size);
+		ruda__parallel_copy(dst + r->done, c->arena + r->arena_offset, r->size);
 		pthread_mutex_lock(&c->lock);
 	}
 	ruda__arena_ring_release(&c->ring, r->region);
