@@ -521,6 +521,8 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	vkEnumerateDeviceExtensionProperties(d->physical, NULL, &nexts, exts);
 	bool push_descriptor = has_extension(exts, nexts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 	bool host_import = has_extension(exts, nexts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+	/* optional: buffers exported as fds (get_resource) */
+	bool memory_fd = has_extension(exts, nexts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 	free(exts);
 	if (!push_descriptor || !host_import || d->props.apiVersion < VK_API_VERSION_1_2) {
 		log_error("device %s: needs Vulkan 1.2, VK_KHR_push_descriptor and "
@@ -649,13 +651,14 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	const char *enabled[] = {
 		VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME,
 		VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME,
+		VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, /* last: only when present */
 	};
 	VkDeviceCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 		.pNext = &enable,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &queue,
-		.enabledExtensionCount = 2,
+		.enabledExtensionCount = memory_fd ? 3 : 2,
 		.ppEnabledExtensionNames = enabled,
 	};
 	VkResult r = vkCreateDevice(d->physical, &info, NULL, &d->vk);
@@ -669,6 +672,20 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		d->vk, "vkCmdPushDescriptorSetKHR");
 	d->get_memory_host_pointer_properties = (PFN_vkGetMemoryHostPointerPropertiesEXT)
 		vkGetDeviceProcAddr(d->vk, "vkGetMemoryHostPointerPropertiesEXT");
+	if (memory_fd)
+		d->get_memory_fd =
+			(PFN_vkGetMemoryFdKHR)vkGetDeviceProcAddr(d->vk, "vkGetMemoryFdKHR");
+	{
+		VkPhysicalDeviceIDProperties id = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+		};
+		VkPhysicalDeviceProperties2 id_query = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+			.pNext = &id,
+		};
+		vkGetPhysicalDeviceProperties2(d->physical, &id_query);
+		memcpy(d->device_uuid, id.deviceUUID, VK_UUID_SIZE);
+	}
 
 	VkCommandPoolCreateInfo pool = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

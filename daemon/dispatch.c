@@ -375,7 +375,7 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 		return RUDA_ERROR_BUSY;
 	}
 	*out = NULL;
-	ruda_status st = ruda__buffer_create(s->device, size, out);
+	ruda_status st = ruda__buffer_create_mode(s->device, size, s->allocation_mode, out);
 	if (st == RUDA_OK) {
 		st = ruda__session_charge(s, (*out)->allocated, size);
 		if (st != RUDA_OK) {
@@ -1155,6 +1155,71 @@ static void handle_staging_detach(struct ruda_session *s, const Ruda__Request *r
 	ruda__staging_detach(s, req->staging_detach->region);
 }
 
+/* ---- allocation modes and exported memory -------------------------------- */
+
+static void handle_allocation_mode(struct ruda_session *s, const Ruda__Request *req)
+{
+	int mode = req->allocation_mode->mode;
+	if (mode < RUDA_ALLOCATION_AUTO || mode > RUDA_ALLOCATION_DEDICATED) {
+		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_ARGUMENT,
+				  "allocation mode %d (request %llu) is none of auto, persistent, "
+				  "dedicated", mode, (unsigned long long)req->id);
+		return;
+	}
+	s->allocation_mode = mode;
+}
+
+static void handle_export_resource(struct ruda_session *s, const Ruda__Request *req)
+{
+	uint64_t id = req->export_resource->handle;
+	const char *reason;
+	ruda_status st = buffer_status(s, id, &reason);
+	if (st != RUDA_OK) {
+		ruda__session_reply_status(s, req->id, st, "buffer %llu: %s",
+					   (unsigned long long)id, reason);
+		return;
+	}
+	struct ruda_buffer *b = buffer_entry(s, id)->buffer;
+	struct ruda_device *d = s->device;
+	if (!d->get_memory_fd) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
+					   "device %u cannot export memory "
+					   "(no VK_KHR_external_memory_fd)", d->index);
+		return;
+	}
+	if (!ruda__memory_exportable(&b->memory)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "buffer %llu lives in pooled memory shared with other "
+					   "buffers; allocate it in dedicated mode to export it",
+					   (unsigned long long)id);
+		return;
+	}
+	VkMemoryGetFdInfoKHR info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+		.memory = b->memory.memory,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	int fd = -1;
+	if (d->get_memory_fd(d->vk, &info, &fd) != VK_SUCCESS || fd < 0) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INTERNAL,
+					   "vkGetMemoryFdKHR failed for buffer %llu",
+					   (unsigned long long)id);
+		return;
+	}
+	Ruda__ResourceReply rr = RUDA__RESOURCE_REPLY__INIT;
+	rr.memory_size = b->memory.page ? b->memory.size : 0;
+	rr.offset = b->memory.offset;
+	rr.size = b->size;
+	rr.memory_type_index = d->allocator.type;
+	rr.device_uuid.data = d->device_uuid;
+	rr.device_uuid.len = VK_UUID_SIZE;
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_RESOURCE;
+	reply.resource = &rr;
+	ruda__session_reply_fd(s, &reply, fd);
+}
+
 /* ---- table -------------------------------------------------------------- */
 
 typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
@@ -1192,6 +1257,8 @@ static const struct {
 	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet", 1},
 	[RUDA__REQUEST__BODY_STAGING_ATTACH] = {handle_staging_attach, "StagingAttach", 1},
 	[RUDA__REQUEST__BODY_STAGING_DETACH] = {handle_staging_detach, "StagingDetach", 0},
+	[RUDA__REQUEST__BODY_ALLOCATION_MODE] = {handle_allocation_mode, "AllocationMode", 0},
+	[RUDA__REQUEST__BODY_EXPORT_RESOURCE] = {handle_export_resource, "ExportResource", 1},
 };
 
 static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame);

@@ -61,6 +61,7 @@ struct ruda_client {
 	uint64_t session_id;
 	ruda_device_properties props;
 	struct ruda_tensor_state *tensors; /* tensor.c */
+	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
 	char last_error[512];
 };
 
@@ -268,6 +269,24 @@ ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **
 ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
 {
 	return post(c, req, now);
+}
+
+ruda_status ruda__client_call_get_fd(ruda_client *c, Ruda__Request *req, Ruda__Reply **out,
+				     int *fd)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, req, out, fd);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+int ruda__client_swap_allocation_mode(ruda_client *c, int mode)
+{
+	pthread_mutex_lock(&c->lock);
+	int old = c->allocation_mode;
+	c->allocation_mode = mode;
+	pthread_mutex_unlock(&c->lock);
+	return old;
 }
 
 uint64_t ruda__client_next_id(ruda_client *c)

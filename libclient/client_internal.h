@@ -15,6 +15,11 @@ ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Rep
 ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
 /* Queue a request that has no reply; send at once when `now`. */
 ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
+/* A round trip whose reply may carry an fd (*fd, or -1; the caller's). */
+ruda_status ruda__client_call_get_fd(ruda_client *client, Ruda__Request *req,
+				     Ruda__Reply **out, int *fd);
+/* Record `mode` as the client's allocation mode; returns the previous one. */
+int ruda__client_swap_allocation_mode(ruda_client *client, int mode);
 /* A fresh id for a buffer or a staging region. */
 uint64_t ruda__client_next_id(ruda_client *client);
 

@@ -125,6 +125,20 @@ static void staging(int attach, uint64_t region, uint64_t size)
 		REQ(staging_detach, STAGING_DETACH, &d);
 }
 
+static void allocation_mode(int mode)
+{
+	Ruda__AllocationMode m = RUDA__ALLOCATION_MODE__INIT;
+	m.mode = (Ruda__AllocationModeKind)mode;
+	REQ(allocation_mode, ALLOCATION_MODE, &m);
+}
+
+static void export_resource(uint64_t handle)
+{
+	Ruda__ExportResource e = RUDA__EXPORT_RESOURCE__INIT;
+	e.handle = handle;
+	REQ(export_resource, EXPORT_RESOURCE, &e);
+}
+
 static void release(const uint64_t *handles, size_t n)
 {
 	Ruda__Release r = RUDA__RELEASE__INIT;
@@ -441,6 +455,9 @@ int main(int argc, char **argv)
 	begin(); staging(1, 1, 1 << 20); staging(0, 1, 0); save("staging_attach");
 	begin(); empty(1, 4096); staging_copy(0, 1, 5, 0, 16); staging_copy(1, 1, 5, 0, 16);
 	staging(0, 5, 0); sync_(); save("staging_unknown_region");
+	begin(); allocation_mode(2); empty(1, 4096); allocation_mode(1); empty(2, 4096);
+	allocation_mode(0); empty(3, 4096); export_resource(1); export_resource(3);
+	export_resource(9); allocation_mode(7); sync_(); save("allocation_modes");
 	/* everything, in one session */
 	begin();
 	empty(1, 4096); try_empty(2, 4096); write_(1, 0, DATA, 512); read_(1, 0, DATA + 8192, 512);

@@ -290,6 +290,44 @@ int ruda_future_poll(const ruda_future *future);
 /* Wait for the read, free the future and return the read's status. */
 ruda_status ruda_future_wait(ruda_future *future);
 
+/* ---- allocation modes and exported memory ------------------------------- */
+
+/* How new buffers get their memory (MemoryAllocationMode); docs/memory.md. */
+typedef enum ruda_allocation_mode {
+	RUDA_ALLOCATION_AUTO = 0,       /* pooled: shared pages, large buffers alone */
+	RUDA_ALLOCATION_PERSISTENT = 1, /* long-lived buffers, in shared pages of their own */
+	RUDA_ALLOCATION_DEDICATED = 2,  /* memory of its own per buffer, exportable */
+} ruda_allocation_mode;
+
+/* Allocate this client's next buffers in `mode` (ErasedClient::allocation_mode).
+ * Applies to allocations asked for after it, from every thread. */
+ruda_status ruda_client_allocation_mode(ruda_client *client, ruda_allocation_mode mode);
+/* Run task(user) with `mode`, then restore the mode before it
+ * (memory_persistent_allocation / memory_dedicated_allocation). */
+ruda_status ruda_client_allocation_window(ruda_client *client, ruda_allocation_mode mode,
+					  void (*task)(void *user), void *user);
+
+/* A buffer's device memory as a file descriptor (get_resource). */
+typedef struct ruda_resource {
+	int fd;                     /* opaque fd (VK_KHR_external_memory_fd); the caller's */
+	uint64_t memory_size;       /* bytes of the exported allocation */
+	uint64_t offset;            /* where the buffer starts in it */
+	uint64_t size;              /* the buffer's bytes */
+	uint32_t memory_type_index; /* on the exporting device */
+	uint8_t device_uuid[16];    /* import only on a device with this UUID */
+} ruda_resource;
+
+/*
+ * Export `handle`'s memory (ErasedClient::get_resource). The buffer must
+ * have been allocated in RUDA_ALLOCATION_DEDICATED mode (pooled memory holds
+ * other buffers): else RUDA_ERROR_INVALID_ARGUMENT. RUDA_ERROR_UNSUPPORTED
+ * where the device cannot export. The memory stays valid while the fd or an
+ * import of it lives; its contents are those of the buffer once the work
+ * writing it is done (ruda_client_sync_buffers).
+ */
+ruda_status ruda_client_get_resource(ruda_client *client, ruda_handle handle,
+				     ruda_resource *out);
+
 /* ---- staging regions (ErasedClient::staging) ---------------------------- */
 
 /*
