@@ -118,6 +118,8 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	const char *why = "";
 	switch (w->kind) {
 	case WAIT_READ:
+		if (w->nhandles == 2) /* {arena offset, size} */
+			ruda__arena_bounce_out(s->arena, w->handles[0], w->handles[1]);
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_SYNC: {
@@ -523,7 +525,9 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->usage.bytes_downloaded += r->size;
-	wait_then_reply(s, req->id, WAIT_READ, NULL, 0);
+	/* where the bytes land, for a bounce-buffer arena to copy out then */
+	uint64_t span[2] = {r->arena_offset, r->size};
+	wait_then_reply(s, req->id, WAIT_READ, span, region ? 0 : 2);
 }
 
 static void release_buffer(struct ruda_session *s, uint64_t id)

@@ -113,6 +113,7 @@ static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size)
 {
+	ruda__arena_bounce_in(s->arena, arena_offset, size);
 	return copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst);
 }
 
