@@ -1,5 +1,6 @@
-/* What client.c lends the other files of libruda: requests with and
- * without replies, on the client's connection and stream. */
+/* What client.c offers the library's other files (graph.c, staging.c,
+ * allocation.c, ...): requests with and without replies, on the client's
+ * connection and stream. */
 #ifndef RUDA_CLIENT_INTERNAL_H
 #define RUDA_CLIENT_INTERNAL_H
 
@@ -9,13 +10,15 @@
 
 #include "ruda.pb-c.h"
 
-/* Send `req` and wait for its reply (*out owned by the caller, optional). */
-ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Reply **out);
-/* The same with `fd` (borrowed) passed alongside. */
-ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
-/* Queue a request that has no reply; send at once when `now`. */
+/* Queue a request that needs no answer (sent at once when `now`); its id
+ * and stream are filled in. */
 ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
-/* A round trip whose reply may carry an fd (*fd, or -1; the caller's). */
+/* Send a request and wait for its reply's status. */
+ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req);
+/* Send `req` with `fd` (borrowed) passed alongside; wait for the status. */
+ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
+/* A round trip whose reply (*out, the caller's) may carry an fd (*fd, or -1;
+ * the caller's). */
 ruda_status ruda__client_call_get_fd(ruda_client *client, Ruda__Request *req,
 				     Ruda__Reply **out, int *fd);
 /* Record `mode` as the client's allocation mode; returns the previous one. */

@@ -134,5 +134,5 @@ ruda_status ruda_client_read_to_staging(ruda_client *c, ruda_handle h, const rud
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_READ;
 	req.read = &r;
-	return ruda__client_call(c, &req, NULL);
+	return ruda__client_call(c, &req);
 }
