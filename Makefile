@@ -82,6 +82,13 @@ $(BUILD)/gen/status_check.c: proto/ruda.proto
 	  sed -n 's/^ *\([A-Z_]*\) = [0-9]*;.*/_Static_assert((int)RUDA_\1 == (int)RUDA__STATUS__\1, "ruda_status \1 differs from the wire");/p'; \
 	} > $@
 
+# rudad's own kernel (dynamic counts), compiled into it as C words
+$(BUILD)/gen/indirect_clamp.spv.inc: daemon/indirect_clamp.comp
+	@mkdir -p $(BUILD)/gen
+	$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
+
+$(BUILD)/obj/daemon/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
+
 # ---- objects ------------------------------------------------------------
 
 $(BUILD)/obj/%.o: %.c $(GEN)

@@ -1,4 +1,5 @@
 #include "device.h"
+#include "indirect.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -806,6 +807,7 @@ void ruda__device_destroy(struct ruda_device *d)
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
 	release_zombies(d);
+	ruda__indirect_destroy(d, d->indirect);
 	while (d->spare) {
 		struct ruda_submission *sub = d->spare;
 		d->spare = sub->next;

@@ -18,6 +18,7 @@
 #include "spirv.h"
 
 struct ruda_device;
+struct ruda_indirect;
 
 /* Something to do on the loop once a submission has completed. */
 struct ruda_waiter {
@@ -99,6 +100,7 @@ struct ruda_device {
 	uint32_t nfree_pairs;
 
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
+	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
 	/* called on the loop after completions were processed */
 	void (*on_progress)(void *data);

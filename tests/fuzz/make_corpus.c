@@ -166,6 +166,26 @@ static void launch(uint64_t kernel, uint32_t groups, uint64_t handle, uint64_t o
 	REQ(launch, LAUNCH, &l);
 }
 
+/* A launch of kernel 1 over buffer 1 with counts at `offset` of `counts`. */
+static void launch_dynamic(uint64_t counts, uint64_t offset)
+{
+	Ruda__Launch l = RUDA__LAUNCH__INIT;
+	l.kernel = 1;
+	Ruda__Binding b = RUDA__BINDING__INIT;
+	b.handle = 1;
+	Ruda__Binding *bs[1] = {&b};
+	l.bindings = bs;
+	l.n_bindings = 1;
+	Ruda__DynamicCount dc = RUDA__DYNAMIC_COUNT__INIT;
+	dc.handle = counts;
+	dc.offset = offset;
+	l.dynamic_count = &dc;
+	uint32_t push[2] = {3, 64};
+	l.push_constants.data = (uint8_t *)push;
+	l.push_constants.len = sizeof(push);
+	REQ(launch, LAUNCH, &l);
+}
+
 static void handles_req(Ruda__Request__BodyCase c, const uint64_t *handles, size_t n)
 {
 	Ruda__Request r = RUDA__REQUEST__INIT;
@@ -321,6 +341,24 @@ static void admin_corpus(void)
 	save_file("admin", "unknown_body", newer, sizeof(newer));
 	static const uint8_t cut[] = {0x1a, 0x05, 0x08};
 	save_file("admin", "truncated", cut, sizeof(cut));
+/* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
+static void graph(int what, uint64_t id)
+{
+	Ruda__GraphPrepare p = RUDA__GRAPH_PREPARE__INIT;
+	Ruda__GraphStartCapture b = RUDA__GRAPH_START_CAPTURE__INIT;
+	Ruda__GraphStopCapture e = RUDA__GRAPH_STOP_CAPTURE__INIT;
+	Ruda__GraphAbortCapture a = RUDA__GRAPH_ABORT_CAPTURE__INIT;
+	Ruda__GraphReplay r = RUDA__GRAPH_REPLAY__INIT;
+	Ruda__GraphRelease x = RUDA__GRAPH_RELEASE__INIT;
+	e.graph = r.graph = x.graph = id;
+	switch (what) {
+	case 0: REQ(graph_prepare, GRAPH_PREPARE, &p); break;
+	case 1: REQ(graph_start_capture, GRAPH_START_CAPTURE, &b); break;
+	case 2: REQ(graph_stop_capture, GRAPH_STOP_CAPTURE, &e); break;
+	case 3: REQ(graph_abort_capture, GRAPH_ABORT_CAPTURE, &a); break;
+	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
+	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
+	}
 }
 
 static void hello(void)
@@ -431,6 +469,18 @@ int main(int argc, char **argv)
 	begin(); memory(0); save("memory_usage");
 	begin(); empty(1, 1 << 20); release(&one, 1); memory(1); save("memory_cleanup");
 	begin(); memory(2); save("memory_compact");
+	/* counts (2, 2, 2) written by fill: the arena's bytes are SPIR-V, whose
+	 * words as counts would run for as long as the submission limit */
+	begin(); empty(1, 4096); empty(2, 64); kernel_register(1, 0, 0); launch(1, 1, 2, 0, 0, 2, 3);
+	launch_dynamic(2, 0); launch_dynamic(2, 4); launch_dynamic(2, 2); launch_dynamic(2, 60);
+	launch_dynamic(9, 0); sync_(); save("launch_dynamic");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(0, 0); graph(1, 0);
+	launch(1, 1, 1, 0, 0, 7, 1024); launch(1, 1, 1, 0, 0, 8, 1024); graph(2, 1);
+	graph(4, 1); graph(4, 1); release(&one, 1); graph(4, 1); sync_(); graph(5, 1);
+	save("graph");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(1, 0); launch(1, 1, 1, 0, 0, 7, 1024);
+	read_(1, 0, DATA, 16); write_(1, 0, DATA, 16); sync_(); graph(3, 0); graph(2, 2);
+	graph(4, 9); graph(5, 9); sync_(); save("graph_refused");
 	for (int c = RUDA__ADMIN__BODY_STATUS; c <= RUDA__ADMIN__BODY_SHUTDOWN; c++) {
 		static const char *names[] = {"", "status", "devices", "clients", "memory",
 					      "cache", "kill", "cleanup", "drain", "shutdown"};
