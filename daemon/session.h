@@ -72,6 +72,8 @@ struct ruda_session_context {
 	 * 0: none; sessions waiting for a lease, in order */
 	uint64_t exclusive;
 	uv_timer_t *exclusive_timer; /* owned; ends a lease that runs too long */
+	uv_timer_t *priority_timer;  /* owned; wakes held sessions once the higher
+				      * priorities have gone quiet */
 	uint32_t max_exclusive_ms;
 	struct ruda_exclusive_wait {
 		struct ruda_exclusive_wait *next;
@@ -144,6 +146,8 @@ struct ruda_session {
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
+	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
+	int held;                         /* held back for a higher priority */
 	struct ruda_session_usage usage;
 };
 
@@ -162,6 +166,10 @@ int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
 int ruda__session_exclusive_end(struct ruda_session *session);
+/* A client counts as active at its priority for this long after its last
+ * request: lower priorities stay held back across its round trips. */
+#define RUDA_PRIORITY_HOLD_MS 50u
+
 /* Streams a session may have besides stream 0. */
 #define RUDA_SESSION_MAX_STREAMS 64u
 
