@@ -79,6 +79,10 @@ int bench_svg_write(const struct bench_svg_plot *p, const char *name)
 		xmin -= 1;
 		xmax += 1;
 	}
+	/* room for the end markers */
+	double pad = (xmax - xmin) * 0.05;
+	xmin -= pad;
+	xmax += pad;
 	double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
 #define PX(x) (LEFT + ((x) - xmin) / (xmax - xmin) * pw)
 #define PY(y) (TOP + ph - (y) / ytop * ph)
