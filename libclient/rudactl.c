@@ -718,7 +718,6 @@ static void print_memory(const struct snapshot *snap)
 			table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->quota_bytes));
 		else
 			table_cell(&t, "none");
-		table_cell(&t, "%u", c->priority);
 	}
 	table_print(&t, stdout);
 	table_finish(&t);
@@ -849,7 +848,6 @@ static void json_memory(const struct snapshot *snap)
 		json_u64(&j, "buffers", c->buffers);
 		json_u64(&j, "bytes", c->bytes);
 		json_u64(&j, "arena_bytes", c->arena_size);
-		json_u64(&j, "priority", c->priority);
 		if (c->quota_bytes)
 			json_u64(&j, "quota_bytes", c->quota_bytes);
 		else
