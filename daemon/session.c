@@ -23,6 +23,7 @@ static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
+static void note_active(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -326,6 +327,7 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->priority = s->priority & 7;
 	w->device->priority_inflight[w->priority]++;
 	ruda__submission_add_waiter(sub, &w->base);
+	note_active(s);
 }
 
 void ruda__session_adopt_stream(struct ruda_session *s, struct ruda_stream *st)
@@ -749,7 +751,8 @@ static void arm_priority_timer(struct ruda_session_context *ctx)
 			       0);
 }
 
-/* Note a request of `s`: it is active at its priority. */
+/* `s` submitted work: it is active at its priority (queries, stats and
+ * admin requests do not count). */
 static void note_active(struct ruda_session *s)
 {
 	if (s->device && s->priority < 8)
@@ -801,7 +804,6 @@ static void process_frames(struct ruda_session *s)
 			ruda__session_violation(s, "malformed frame header");
 			return;
 		}
-		note_active(s);
 		ruda__dispatch_frame(s, &frame);
 		/* backpressure: take no more requests until the GPU catches up
 		 * (or the session holding the device alone is done) */
