@@ -96,8 +96,12 @@ void bench_kernel_speed(const struct bench_daemon *d, const ruda_device_properti
 {
 	int cpu = props->type == RUDA_DEVICE_CPU;
 	uint64_t bytes = cpu ? (bench_opt.quick ? 16 : 64) * MiB : 1024 * MiB;
-	if (bytes > props->max_buffer_size)
-		bytes = props->max_buffer_size & ~(uint64_t)(16 * MiB - 1);
+	/* one buffer, bound whole */
+	uint64_t max = props->max_buffer_size < props->max_storage_buffer_range
+			       ? props->max_buffer_size
+			       : props->max_storage_buffer_range;
+	if (bytes > max)
+		bytes = max & ~(uint64_t)(16 * MiB - 1);
 	int launches = cpu ? 4 : 50, reps = bench_opt.quick ? 3 : 5;
 	char size[32];
 	bench_size_name(bytes, size, sizeof(size));
