@@ -163,13 +163,22 @@ void ruda__session_context_tick(struct ruda_session_context *ctx)
 	ruda__stream_submit_dirty(&ctx->dirty);
 }
 
+/* Take `s`, which `*link` points to, off the throttled list. */
+static void throttled_unlink(struct ruda_session_context *ctx, struct ruda_session **link,
+			     struct ruda_session *s)
+{
+	*link = s->throttled_next;
+	if (ctx->throttled_tail == &s->throttled_next)
+		ctx->throttled_tail = link;
+}
+
 static void unthrottle(struct ruda_session *s)
 {
 	struct ruda_session **link = &s->ctx->throttled;
 	while (*link && *link != s)
 		link = &(*link)->throttled_next;
 	if (*link)
-		*link = s->throttled_next;
+		throttled_unlink(s->ctx, link, s);
 	s->throttled = 0;
 }
 
@@ -182,7 +191,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 			link = &s->throttled_next;
 			continue;
 		}
-		*link = s->throttled_next;
+		throttled_unlink(ctx, link, s);
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)
 			continue;
@@ -770,12 +779,13 @@ static void throttle(struct ruda_session *s)
 {
 	/* at the tail: sessions are resumed in the order they were stopped,
 	 * so none is always last */
-	struct ruda_session **tail = &s->ctx->throttled;
-	while (*tail)
-		tail = &(*tail)->throttled_next;
+	struct ruda_session_context *ctx = s->ctx;
+	if (!ctx->throttled_tail)
+		ctx->throttled_tail = &ctx->throttled;
 	s->throttled = 1;
 	s->throttled_next = NULL;
-	*tail = s;
+	*ctx->throttled_tail = s;
+	ctx->throttled_tail = &s->throttled_next;
 	if (s->held)
 		arm_priority_timer(s->ctx);
 	/* still notice a client that goes away */

@@ -59,6 +59,7 @@ struct ruda_session_context {
 	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
 	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */
 	struct ruda_session *throttled; /* not read until their GPU work drains */
+	struct ruda_session **throttled_tail; /* its last link; NULL: &throttled */
 	const struct ruda_policy *policy; /* borrowed; NULL: everyone may connect */
 	uint64_t arena_size;
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
