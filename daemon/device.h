@@ -18,6 +18,7 @@
 #include "spirv.h"
 
 struct ruda_device;
+struct ruda_indirect;
 
 /* Something to do on the loop once a submission has completed. */
 struct ruda_waiter {
@@ -99,6 +100,7 @@ struct ruda_device {
 	uint32_t nfree_pairs;
 
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
+	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
 	/* priority scheduling (session.c): until when (uv_now() ms) a client
 	 * of each priority counts as active, and each priority's submissions
@@ -144,6 +146,10 @@ void ruda__submission_discard(struct ruda_submission *sub, int status);
 /* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
  * once it has failed, else RUDA_OK. */
 int ruda__device_failure(struct ruda_device *device);
+
+/* Test-only: fail the device as a VK_ERROR_DEVICE_LOST from the driver
+ * would (its work fails with RUDA_ERROR_DEVICE_LOST). Loop thread. */
+void ruda__device_inject_loss(struct ruda_device *device);
 
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);

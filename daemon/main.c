@@ -20,6 +20,7 @@
 #include "pipeline.h"
 #include "pipeline_cache.h"
 #include "policy.h"
+#include "recovery.h"
 #include "server.h"
 
 #ifndef RUDA_VERSION
@@ -52,6 +53,20 @@ struct daemon {
 	char status[512]; /* the last STATUS= sent */
 	int stopping;
 };
+
+/* The server's recreate_device hook: device `index` was lost. */
+static int recreate_device(void *data, uint32_t index)
+{
+	struct daemon *d = data;
+	struct ruda_device_slot slot = {
+		.vulkan = &d->vulkan,
+		.device = &d->device,
+		.pipelines = &d->pipelines,
+		.saver = d->cache_saver.dir ? &d->cache_saver : NULL,
+		.cache_dir = d->cache_saver.dir,
+	};
+	return ruda__device_recreate(&d->server.ctx, index, &slot);
+}
 
 static void usage(FILE *out)
 {
@@ -514,6 +529,12 @@ int main(int argc, char **argv)
 	d.server.ctx.drain = admin_drain;
 	d.server.ctx.shutdown = admin_shutdown;
 	d.server.ctx.hook_data = &d;
+	d.server.ctx.recreate_device = recreate_device;
+	/* test-only commands: never set by the service units */
+	const char *faults = getenv("RUDA_TEST_FAULTS");
+	d.server.ctx.test_faults = faults && strcmp(faults, "1") == 0;
+	if (d.server.ctx.test_faults)
+		log_warn("RUDA_TEST_FAULTS=1: test-only fault injection is enabled");
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sighup);
