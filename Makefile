@@ -101,6 +101,14 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# The gather kernel, embedded in libruda for strided tensor reads.
+$(BUILD)/gen/gather_spv.h: $(BUILD)/shaders/gather.spv
+	@mkdir -p $(BUILD)/gen
+	{ echo 'static const uint32_t ruda_gather_spv[] = {'; \
+	  od -An -v -tx4 $< | sed 's/\([0-9a-f]\{8\}\)/0x\1u,/g'; echo '};'; } > $@
+
+$(BUILD)/obj/libclient/tensor.o: $(BUILD)/gen/gather_spv.h
+
 # ---- programs and libraries --------------------------------------------
 
 $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o

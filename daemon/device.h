@@ -66,6 +66,8 @@ struct ruda_device {
 	struct ruda_spirv_features spirv_features; /* what kernels may use */
 	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
 	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
+	PFN_vkGetMemoryFdKHR get_memory_fd; /* NULL: no VK_KHR_external_memory_fd */
+	uint8_t device_uuid[VK_UUID_SIZE];  /* for importers of exported memory */
 
 	VkCommandPool command_pool; /* loop thread only */
 	VkPipelineCache pipeline_cache;

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "ruda.pb-c.h"
+#include "staging.h"
 
 static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
@@ -59,6 +60,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
 	ruda__handle_table_init(&s->streams);
+	ruda__handle_table_init(&s->staging);
 	ruda__handle_table_init(&s->graphs);
 	ruda__frame_writer_init(&s->out);
 	int err = ruda__frame_reader_init(&s->in);
@@ -149,6 +151,7 @@ void ruda__session_destroy(struct ruda_session *s)
 	}
 	ruda__handle_table_finish(&s->buffers);
 	ruda__handle_table_finish(&s->kernels);
+	ruda__staging_release_all(s);
 	if (s->arena)
 		ruda_ref_put(&s->arena->ref);
 	ruda__frame_reader_finish(&s->in);

@@ -151,6 +151,8 @@ struct ruda_session {
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
 	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
+	struct ruda_handle_table staging;  /* region id -> struct ruda_arena (staging.c) */
+	int allocation_mode;               /* enum ruda_allocation_mode of new buffers */
 	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
 	uint64_t bytes;                   /* device bytes of its buffers */
 	uint64_t requested;               /* bytes its buffers asked for */

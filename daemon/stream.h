@@ -99,6 +99,11 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 			       uint64_t arena_offset, uint64_t size);
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
+/* Copy between a buffer and a staging region (held until the copy is done):
+ * into the buffer when `to_buffer`, else out of it. */
+ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *region,
+				     uint64_t region_offset, struct ruda_buffer *buffer,
+				     uint64_t offset, uint64_t size, int to_buffer);
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
 				const struct ruda_launch_count *count,
 				const struct ruda_binding *bindings,

@@ -124,6 +124,11 @@ struct bench_transfer_result {
 	double create_gbs[BENCH_MAX_SIZES];   /* allocate a buffer + upload, wait */
 	double write_gbs[BENCH_MAX_SIZES];    /* upload into an existing buffer, wait */
 	double download_gbs[BENCH_MAX_SIZES]; /* read an existing buffer back */
+	/* rudad only: the same through staging regions, the bytes already in
+	 * shared memory as the in-process baseline's are (no host copy) */
+	double staging_create_gbs[BENCH_MAX_SIZES];
+	double staging_write_gbs[BENCH_MAX_SIZES];
+	double staging_download_gbs[BENCH_MAX_SIZES];
 };
 
 struct bench_launch_plan {

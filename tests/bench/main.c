@@ -260,6 +260,22 @@ static void transfers(const struct bench_daemon *d, const ruda_device_properties
 						    : base.download_gbs;
 			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
 		}
+	/* the zero-copy path, against the same baselines */
+	static const char *staging_ops[] = {"staging create + sync", "staging write + sync",
+					    "read_to_staging"};
+	for (int op = 0; op < 3; op++)
+		for (size_t i = 0; i < plan.nsizes; i++) {
+			char size[32], name[64];
+			bench_size_name(plan.sizes[i], size, sizeof(size));
+			snprintf(name, sizeof(name), "%s %s", staging_ops[op], size);
+			const double *v = op == 0 ? rudad.staging_create_gbs
+					  : op == 1 ? rudad.staging_write_gbs
+						    : rudad.staging_download_gbs;
+			const double *b = op == 0 ? base.create_gbs
+					  : op == 1 ? base.write_gbs
+						    : base.download_gbs;
+			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
+		}
 	bench_print_group("transfers");
 }
 
