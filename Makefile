@@ -240,7 +240,8 @@ $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
 		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
-bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/tests/shaders/spec_fill.spv \
+bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \
+		$(BUILD)/shaders/saxpy.spv $(BUILD)/tests/shaders/spec_fill.spv \
 		$(BENCH_DIR)/bench $(BENCH_HELPERS)
 
 bench: deps

@@ -265,6 +265,17 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 					   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
 		return;
 	}
+	if (h->priority > RUDA_PRIORITY_HIGHEST) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "priority %u is out of range: %u (lowest) to %u "
+					   "(highest), or 0 for the default",
+					   h->priority, RUDA_PRIORITY_LOWEST, RUDA_PRIORITY_HIGHEST);
+		return;
+	}
+	/* without a policy, as the default policy: up to normal */
+	struct ruda_rights no_policy = {.max_priority = RUDA_PRIORITY_NORMAL};
+	s->priority = ruda__policy_priority(&no_policy, h->priority);
 	if (ctx->policy) {
 		struct ruda_rights rights;
 		char described[160];
@@ -285,6 +296,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
 				       ? 0 : rights.max_memory_per_uid;
 		s->unchecked_allowed = rights.unchecked_launch;
+		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
 	if (h->device_index >= ctx->ndevices) {
 		s->state = RUDA_SESSION_CLOSING;
@@ -309,8 +321,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
 	ruda__session_adopt_stream(s, &s->stream);
 	s->state = RUDA_SESSION_READY;
-	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u",
-		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index);
+	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u, priority %u",
+		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index, s->priority);
 
 	Ruda__DeviceInfo infos[ctx->ndevices ? ctx->ndevices : 1];
 	Ruda__DeviceInfo *ptrs[ctx->ndevices ? ctx->ndevices : 1];
@@ -332,6 +344,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	hr.max_frame_size = RUDA_FRAME_MAX_PAYLOAD;
 	hr.max_fds_per_frame = RUDA_FRAME_MAX_FDS;
 	hr.max_buffer_size = s->device->max_allocation_size;
+	hr.priority = s->priority;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_HELLO;

@@ -103,7 +103,7 @@ static VkCommandBuffer record(struct ruda_stream *s)
 
 static ruda_status after_record(struct ruda_stream *s)
 {
-	if (s->recording->commands >= RUDA_STREAM_BATCH)
+	if (s->recording->commands >= (s->batch ? s->batch : RUDA_STREAM_BATCH))
 		return ruda__stream_submit(s);
 	return RUDA_OK;
 }

@@ -53,6 +53,9 @@ struct ruda_stream {
 	struct ruda_stream *dirty_next;
 	struct ruda_stream **dirty_list; /* borrowed list head */
 	int dirty;
+	/* commands per submission; 0: RUDA_STREAM_BATCH (the session lowers
+	 * it while the stream's client is held back for a higher priority) */
+	uint32_t batch;
 
 	/* told of each submission once it is on the queue; `first_write` is
 	 * its first arena upload, 0 if none (the owner tracks arena progress

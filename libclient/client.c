@@ -61,6 +61,7 @@ struct ruda_client {
 	struct ruda_arena_ring ring;
 
 	uint64_t session_id;
+	uint32_t priority; /* granted at Hello */
 	ruda_device_properties props;
 	struct ruda_tensor_state *tensors; /* tensor.c */
 	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
@@ -491,6 +492,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 	h.protocol_version = RUDA_PROTOCOL_VERSION;
 	h.client_name = (char *)(o && o->client_name ? o->client_name : program_invocation_short_name);
 	h.device_index = o ? o->device_index : 0;
+	h.priority = o ? o->priority : 0;
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
 	req.hello = &h;
@@ -508,6 +510,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		st = map_arena(c, fd, reply->hello);
 	if (st == RUDA_OK) {
 		c->session_id = reply->hello->session_id;
+		c->priority = reply->hello->priority;
 		copy_properties(&c->props, reply->hello->devices[reply->hello->device_index]);
 	}
 	if (fd >= 0)
@@ -586,6 +589,11 @@ size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+uint32_t ruda_client_priority(const ruda_client *c)
+{
+	return c ? c->priority : 0;
 }
 
 const char *ruda_client_name(const ruda_client *c)

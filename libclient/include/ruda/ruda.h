@@ -113,7 +113,18 @@ typedef struct ruda_connect_options {
 	const char *client_name;
 	/* Index of the daemon's device to use. */
 	uint32_t device_index;
+	/* Scheduling priority asked for, RUDA_PRIORITY_LOWEST..HIGHEST; 0: the
+	 * daemon's default (RUDA_PRIORITY_NORMAL). The daemon grants at most
+	 * what its policy allows this user (ruda_client_priority says what was
+	 * granted); other values fail with RUDA_ERROR_INVALID_ARGUMENT. While a
+	 * client of higher priority has work, rudad holds back the submissions
+	 * of lower ones. */
+	uint32_t priority;
 } ruda_connect_options;
+
+#define RUDA_PRIORITY_LOWEST 1u
+#define RUDA_PRIORITY_NORMAL 4u
+#define RUDA_PRIORITY_HIGHEST 7u
 
 /* ---- connection (ErasedClient::load) ---------------------------------- */
 
@@ -131,6 +142,9 @@ void ruda_client_close(ruda_client *client);
  * copied into `buf` (always NUL-terminated when len > 0). Returns its length.
  */
 size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
+
+/* The scheduling priority rudad granted this client (1..7). */
+uint32_t ruda_client_priority(const ruda_client *client);
 
 /* Runtime name ("ruda"), for logs and caches (ErasedClient::name). */
 const char *ruda_client_name(const ruda_client *client);
