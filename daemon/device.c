@@ -460,6 +460,8 @@ void ruda__device_process_completions(struct ruda_device *d)
 			sub->gpu_ns = now > start ? now - start : 0;
 			d->last_completion_ns = now;
 		}
+		if (ok)
+			d->busy_ns += sub->gpu_ns;
 		submission_run_waiters(sub, ok ? RUDA_OK : failure);
 		if (ok) {
 			submission_release_refs(sub);

@@ -85,6 +85,7 @@ struct ruda_session_context {
 	void (*shutdown)(void *data); /* as SIGTERM */
 	void *hook_data;
 	int draining; /* drain() has been called */
+	struct ruda_collectives *collectives; /* owned by collective.c; NULL: none yet */
 };
 
 /* What a session has done, for accounting and rudactl. */

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <uv.h>
+#include <vulkan/vulkan.h>
 
 #include <ruda/ruda.h>
 
@@ -16,6 +17,7 @@ struct ruda_arena;
 struct ruda_buffer;
 struct ruda_device;
 struct ruda_pipeline;
+struct ruda_ref;
 struct ruda_submission;
 struct ruda_waiter;
 
@@ -73,6 +75,14 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
 				const uint32_t count[3], const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
+
+/* Copy `n` regions from `src` to `dst` (daemon-owned buffers, e.g. host
+ * staging imported into this device) after everything recorded before
+ * it; `hold` and `hold2` (either may be NULL) stay alive until the copy is
+ * done. */
+ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
+				      const VkBufferCopy *regions, uint32_t n,
+				      struct ruda_ref *hold, struct ruda_ref *hold2);
 
 /* Record the first (end = 0) or second (end = 1) timestamp of a profile's
  * query pair, after everything recorded before it. */

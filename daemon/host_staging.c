@@ -1,0 +1,130 @@
+#include "host_staging.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "device.h"
+#include "log.h"
+
+/* Mappings are rounded to this, a multiple of every driver's import
+ * alignment seen so far (4 KiB on NVIDIA and lavapipe). */
+#define STAGING_ALIGN (64u * 1024u)
+
+static void staging_destroy(struct ruda_ref *ref)
+{
+	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
+	for (uint32_t i = 0; i < st->nimports; i++) {
+		struct ruda_host_import *im = &st->imports[i];
+		if (im->buffer)
+			vkDestroyBuffer(im->device->vk, im->buffer, NULL);
+		if (im->memory)
+			vkFreeMemory(im->device->vk, im->memory, NULL);
+	}
+	if (st->map)
+		munmap(st->map, st->mapped);
+	free(st);
+}
+
+int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
+			      struct ruda_host_staging **out)
+{
+	struct ruda_host_staging *st =
+		calloc(1, sizeof(*st) + max_devices * sizeof(struct ruda_host_import));
+	if (!st)
+		return -ENOMEM;
+	ruda_ref_init(&st->ref, staging_destroy);
+	st->max_imports = max_devices;
+	st->size = size;
+	st->mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+	if (!st->mapped)
+		st->mapped = STAGING_ALIGN;
+	void *map = mmap(NULL, st->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	if (map == MAP_FAILED) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->map = map;
+	*out = st;
+	return 0;
+}
+
+static int import(struct ruda_host_staging *st, struct ruda_host_import *im)
+{
+	struct ruda_device *d = im->device;
+	if (!d->get_memory_host_pointer_properties ||
+	    (d->import_alignment && st->mapped % d->import_alignment))
+		return -ENOTSUP;
+	VkMemoryHostPointerPropertiesEXT host = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
+	};
+	if (d->get_memory_host_pointer_properties(d->vk,
+						  VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+						  st->map, &host) != VK_SUCCESS)
+		return -EIO;
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+	};
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = &external,
+		.size = st->mapped,
+		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	if (vkCreateBuffer(d->vk, &info, NULL, &im->buffer) != VK_SUCCESS)
+		return -EIO;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(d->vk, im->buffer, &req);
+	int type = ruda__device_memory_type(d, req.memoryTypeBits & host.memoryTypeBits,
+					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+					    0);
+	if (type < 0)
+		return -ENOTSUP;
+	VkImportMemoryHostPointerInfoEXT imp = {
+		.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+		.pHostPointer = st->map,
+	};
+	VkMemoryAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = &imp,
+		.allocationSize = st->mapped,
+		.memoryTypeIndex = (uint32_t)type,
+	};
+	if (vkAllocateMemory(d->vk, &alloc, NULL, &im->memory) != VK_SUCCESS)
+		return -ENOMEM;
+	if (vkBindBufferMemory(d->vk, im->buffer, im->memory, 0) != VK_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_device *d)
+{
+	for (uint32_t i = 0; i < st->nimports; i++)
+		if (st->imports[i].device == d)
+			return st->imports[i].buffer;
+	if (st->nimports == st->max_imports)
+		return VK_NULL_HANDLE;
+	struct ruda_host_import *im = &st->imports[st->nimports++];
+	im->device = d;
+	int err = import(st, im);
+	if (err < 0) {
+		log_error("device %u: cannot import %llu bytes of staging memory: %d", d->index,
+			  (unsigned long long)st->mapped, err);
+		/* the entry stays, empty, so destroy frees what was made */
+		if (im->memory) {
+			vkFreeMemory(d->vk, im->memory, NULL);
+			im->memory = VK_NULL_HANDLE;
+		}
+		if (im->buffer) {
+			vkDestroyBuffer(d->vk, im->buffer, NULL);
+			im->buffer = VK_NULL_HANDLE;
+		}
+		return VK_NULL_HANDLE;
+	}
+	return im->buffer;
+}

@@ -1,0 +1,45 @@
+/*
+ * Daemon host memory that several devices copy to and from: one mapping,
+ * imported into each device that uses it (VK_EXT_external_memory_host), so
+ * a transfer between devices is one DMA out of the first device and one
+ * into the second, with no copy in between. Reference counted: every
+ * submission using it holds a reference.
+ */
+#ifndef RUDA_HOST_STAGING_H
+#define RUDA_HOST_STAGING_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "ref.h"
+
+struct ruda_device;
+
+struct ruda_host_import {
+	struct ruda_device *device; /* borrowed: devices outlive staging */
+	VkBuffer buffer;
+	VkDeviceMemory memory;
+};
+
+struct ruda_host_staging {
+	struct ruda_ref ref;
+	uint8_t *map;
+	uint64_t size; /* usable bytes */
+	uint64_t mapped;
+	uint32_t nimports, max_imports;
+	struct ruda_host_import imports[];
+};
+
+/* `size` bytes for up to `max_devices` devices; 0 or a negative errno. */
+int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
+			      struct ruda_host_staging **out);
+/* The memory as a transfer buffer of `device`, imported on first use;
+ * VK_NULL_HANDLE when the import fails. */
+VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *staging, struct ruda_device *device);
+
+static inline void ruda__host_staging_put(struct ruda_host_staging *staging)
+{
+	ruda_ref_put(&staging->ref);
+}
+
+#endif
