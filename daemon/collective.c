@@ -827,6 +827,7 @@ static void free_timer(uv_handle_t *handle)
 void ruda__collective_finish(struct ruda_session_context *ctx)
 {
 	struct ruda_collectives *c = ctx->collectives;
+	ruda__host_staging_cache_clear();
 	if (!c)
 		return;
 	while (c->queue) {

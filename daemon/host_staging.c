@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "device.h"
@@ -10,10 +11,22 @@
 /* Mappings are rounded to this, a multiple of every driver's import
  * alignment seen so far (4 KiB on NVIDIA and lavapipe). */
 #define STAGING_ALIGN (64u * 1024u)
+/* Devices one staging can be imported into at least. */
+#define STAGING_MIN_IMPORTS 8u
 
-static void staging_destroy(struct ruda_ref *ref)
+/* Released staging kept for the next transfer of a similar size: its
+ * pages are faulted in and imported already (an import pins memory, which
+ * costs milliseconds per hundred MiB on a GPU). */
+#define CACHE_ENTRIES 4
+#define CACHE_MAX_BYTES (4ull << 30)
+
+static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
+static unsigned ncached;
+static uint64_t cached_bytes;
+static int cache_closed;
+
+static void really_destroy(struct ruda_host_staging *st)
 {
-	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
 	for (uint32_t i = 0; i < st->nimports; i++) {
 		struct ruda_host_import *im = &st->imports[i];
 		if (im->buffer)
@@ -26,9 +39,54 @@ static void staging_destroy(struct ruda_ref *ref)
 	free(st);
 }
 
+static void cache_drop_oldest(void)
+{
+	struct ruda_host_staging *old = cache[0];
+	memmove(cache, cache + 1, --ncached * sizeof(cache[0]));
+	cached_bytes -= old->mapped;
+	really_destroy(old);
+}
+
+static void staging_destroy(struct ruda_ref *ref)
+{
+	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
+	if (cache_closed || st->mapped > CACHE_MAX_BYTES) {
+		really_destroy(st);
+		return;
+	}
+	while (ncached && (ncached == CACHE_ENTRIES || cached_bytes + st->mapped > CACHE_MAX_BYTES))
+		cache_drop_oldest();
+	ruda_ref_init(&st->ref, staging_destroy);
+	cache[ncached++] = st;
+	cached_bytes += st->mapped;
+}
+
+void ruda__host_staging_cache_clear(void)
+{
+	cache_closed = 1;
+	while (ncached)
+		cache_drop_oldest();
+}
+
 int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
 			      struct ruda_host_staging **out)
 {
+	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+	/* a cached one at least as large, but not wastefully larger */
+	for (unsigned i = ncached; i-- > 0;) {
+		struct ruda_host_staging *c = cache[i];
+		if (c->mapped >= mapped && c->mapped <= 2 * mapped + STAGING_ALIGN &&
+		    c->max_imports >= max_devices) {
+			memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
+			ncached--;
+			cached_bytes -= c->mapped;
+			c->size = size;
+			*out = c;
+			return 0;
+		}
+	}
+	if (max_devices < STAGING_MIN_IMPORTS)
+		max_devices = STAGING_MIN_IMPORTS; /* so any later use can reuse it */
 	struct ruda_host_staging *st =
 		calloc(1, sizeof(*st) + max_devices * sizeof(struct ruda_host_import));
 	if (!st)

@@ -3,7 +3,8 @@
  * imported into each device that uses it (VK_EXT_external_memory_host), so
  * a transfer between devices is one DMA out of the first device and one
  * into the second, with no copy in between. Reference counted: every
- * submission using it holds a reference.
+ * submission using it holds a reference; released ones are kept for reuse
+ * (a few, up to 4 GiB) until ruda__host_staging_cache_clear.
  */
 #ifndef RUDA_HOST_STAGING_H
 #define RUDA_HOST_STAGING_H
@@ -36,6 +37,10 @@ int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
 /* The memory as a transfer buffer of `device`, imported on first use;
  * VK_NULL_HANDLE when the import fails. */
 VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *staging, struct ruda_device *device);
+
+/* Destroy the staging kept for reuse; later releases destroy at once
+ * (at shutdown, before the devices go). */
+void ruda__host_staging_cache_clear(void);
 
 static inline void ruda__host_staging_put(struct ruda_host_staging *staging)
 {

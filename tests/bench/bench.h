@@ -149,4 +149,8 @@ void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launc
  * starts and stops others of its own for (iv). */
 void bench_first_launch(struct bench_daemon *warm);
 
+/* All-reduce and to_client between the devices rudad opens (devices.c):
+ * starts a daemon of its own. */
+void bench_devices(void);
+
 #endif

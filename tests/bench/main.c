@@ -4,10 +4,13 @@
  *
  *   bench [--quick] [--only GROUP[,GROUP]] [--build-dir DIR] [--json PATH]
  *
- * GROUP: transfers, launch, first_launch. Environment:
+ * GROUP: transfers, launch, first_launch, devices. Environment:
  *   RUDA_BENCH_MAX_BYTES  largest transfer (default 1G; K, M, G suffixes)
  *   RUDA_BENCH_DEVICE     the device (rudad --device syntax) for rudad and
  *                         for the in-process baselines
+ *   RUDA_BENCH_DEVICES    the devices of the devices group (rudad --device
+ *                         syntax; default: all, or device 0 twice when
+ *                         there is one)
  */
 #include <errno.h>
 #include <libgen.h>
@@ -55,7 +58,7 @@ static uint64_t parse_bytes(const char *s)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench [--quick] [--only transfers,launch,first_launch] "
+	fprintf(f, "usage: bench [--quick] [--only transfers,launch,first_launch,devices] "
 		   "[--build-dir DIR] [--json PATH]\n");
 }
 
@@ -251,6 +254,15 @@ int main(int argc, char **argv)
 			   "this", "(i) in-proc",
 			   "ratio = this / (i) plain Vulkan in a new process; lower is better");
 
+	bench_group_header("devices",
+			   "between devices: all-reduce (f32, every device) and to_client (device 0 "
+			   "to 1) inside rudad, against the same bytes through the client",
+			   "rudad", "via client",
+			   "via client = read each source to the client, reduce there, write each "
+			   "destination, sync (to_client: read + create + sync)\n"
+			   "GB/s = buffer bytes / time, medians; every result checked against a CPU "
+			   "reference; ratio = rudad / via client, higher is better");
+
 	struct bench_daemon warm;
 	bench_daemon_start(&warm, NULL);
 	ruda_client *c = bench_connect(&warm);
@@ -272,6 +284,10 @@ int main(int argc, char **argv)
 		bench_first_launch(&warm);
 	}
 	bench_daemon_stop(&warm);
+	if (want("devices")) {
+		printf("\ndevices...\n");
+		bench_devices();
+	}
 
 	int err = bench_write_json(json_path);
 	BENCH_CHECK(err == 0, "cannot write %s: %s", json_path, strerror(-err));
