@@ -52,7 +52,8 @@ static void query_coop(struct ruda_device_details *x, VkPhysicalDevice physical,
 		return;
 	for (uint32_t i = 0; i < n; i++)
 		p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-	if (get(physical, &n, p) == VK_SUCCESS || n)
+	VkResult r = get(physical, &n, p);
+	if (r == VK_SUCCESS || r == VK_INCOMPLETE)
 		for (uint32_t i = 0; i < n && x->ncoop < RUDA_DETAILS_MAX_COOP; i++)
 			x->coop[x->ncoop++] = (struct ruda_coop_shape){
 				.m = p[i].MSize, .n = p[i].NSize, .k = p[i].KSize,
