@@ -360,6 +360,110 @@ START_TEST(to_client_other_process_refused)
 }
 END_TEST
 
+/* ToClient fields only the raw protocol can get wrong, sent to the raw
+ * connection's own session (same process: allowed). */
+static ruda_status raw_request(int fd, Ruda__Request *req)
+{
+	static uint64_t id = 10;
+	req->id = ++id;
+	ck_assert_int_eq(raw_send_request(fd, req), 0);
+	Ruda__Reply *r = raw_recv_reply(fd, 10000, NULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->id, req->id);
+	ruda_status st = (ruda_status)r->status;
+	ruda__reply__free_unpacked(r, NULL);
+	return st;
+}
+
+START_TEST(to_client_bad_fields_raw)
+{
+	int fd = raw_connect(&daemon_);
+	Ruda__Hello h = RUDA__HELLO__INIT;
+	h.protocol_version = RUDA_PROTOCOL_VERSION;
+	h.client_name = "raw";
+	h.device_index = 2;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 1;
+	req.body_case = RUDA__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	int arena = -1;
+	Ruda__Reply *r = raw_recv_reply(fd, 10000, &arena);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->status, RUDA_OK);
+	uint64_t self = r->hello->session_id;
+	ck_assert_uint_eq(r->hello->device_index, 2);
+	ck_assert_uint_eq(r->hello->n_devices, NDEV);
+	ck_assert_uint_eq(r->hello->devices[1]->type_index, 1);
+	ck_assert_ptr_nonnull(r->hello->devices[1]->details);
+	ruda__reply__free_unpacked(r, NULL);
+	if (arena >= 0)
+		close(arena);
+
+	Ruda__Empty e = RUDA__EMPTY__INIT;
+	e.handle = 1;
+	e.size = 8 << 20;
+	e.reply = 1;
+	req = (Ruda__Request)RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_EMPTY;
+	req.empty = &e;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_OK);
+
+	Ruda__ToClient t = RUDA__TO_CLIENT__INIT;
+	uint64_t shape[9] = {2048, 2048, 1, 1, 1, 1, 1, 1, 1}, strides[9] = {1, 2048, 1, 1, 1, 1, 1, 1, 1};
+	t.handle = 1;
+	t.target_session = self;
+	t.target_handle = 2;
+	t.shape = shape;
+	t.strides = strides;
+	t.elem_size = 1;
+	req.body_case = RUDA__REQUEST__BODY_TO_CLIENT;
+	req.to_client = &t;
+	/* strides and shape of different lengths */
+	t.n_shape = 2;
+	t.n_strides = 1;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_INVALID_ARGUMENT);
+	/* more than 8 dimensions */
+	t.n_shape = t.n_strides = 9;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_INVALID_ARGUMENT);
+	/* an element of 17 bytes */
+	t.n_shape = t.n_strides = 2;
+	t.elem_size = 17;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_INVALID_ARGUMENT);
+	/* 4 Mi single-element pieces: over the limit */
+	t.elem_size = 1;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_TOO_LARGE);
+	/* a size that overflows */
+	shape[0] = shape[1] = 1ull << 40;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_TOO_LARGE);
+	/* plain bytes: the target id in use, then a good copy to itself */
+	t.n_shape = t.n_strides = 0;
+	t.size = 4096;
+	t.target_handle = 1;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_INVALID_HANDLE);
+	t.target_handle = 2;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_OK);
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_INVALID_HANDLE);
+	/* a source whose allocation failed reports that failure */
+	Ruda__Empty huge = RUDA__EMPTY__INIT;
+	huge.handle = 9;
+	huge.size = UINT64_MAX / 2;
+	Ruda__Request alloc = RUDA__REQUEST__INIT;
+	alloc.body_case = RUDA__REQUEST__BODY_EMPTY;
+	alloc.empty = &huge;
+	ck_assert_int_eq(raw_send_request(fd, &alloc), 0);
+	t.handle = 9;
+	t.target_handle = 3;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_ERROR_TOO_LARGE);
+	/* Utilization works on a raw session as well */
+	Ruda__Utilization u = RUDA__UTILIZATION__INIT;
+	req.body_case = RUDA__REQUEST__BODY_UTILIZATION;
+	req.utilization = &u;
+	ck_assert_int_eq(raw_request(fd, &req), RUDA_OK);
+	close(fd);
+}
+END_TEST
+
 /* ---- all-reduce --------------------------------------------------------------- */
 
 static float half_to_float(uint16_t h)
@@ -779,6 +883,7 @@ Suite *devices_suite(void)
 	tcase_add_test(tc, to_client_slice_and_tensor);
 	tcase_add_test(tc, to_client_refusals);
 	tcase_add_test(tc, to_client_other_process_refused);
+	tcase_add_test(tc, to_client_bad_fields_raw);
 	tcase_add_test(tc, all_reduce_two_devices);
 	tcase_add_test(tc, all_reduce_three_devices);
 	tcase_add_test(tc, all_reduce_in_order);
