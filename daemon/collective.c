@@ -365,8 +365,12 @@ static void write_back(struct collective_op *op)
 	for (uint32_t i = 0; i < op->n; i++) {
 		struct part *p = &op->parts[i];
 		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, p->session);
-		if (!s || s->state != RUDA_SESSION_READY || p->settled)
+		if (p->settled)
 			continue;
+		if (!s || s->state != RUDA_SESSION_READY) {
+			settle(op, i, RUDA_ERROR_DISCONNECTED, "all-reduce: the client has gone");
+			continue;
+		}
 		struct ruda_session_buffer *b = ruda__handle_table_get(&s->buffers, p->dst);
 		if (!b || !b->buffer || p->dst_offset > b->buffer->size ||
 		    op->size > b->buffer->size - p->dst_offset) {
@@ -445,6 +449,8 @@ static void copied(struct ruda_waiter *base, int status)
 	if (status != RUDA_OK)
 		fail(op, (ruda_status)status, "all-reduce: device %u failed",
 		     op->parts[w->part].device);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 	else if (++op->copied == op->n && !op->failed)
 		reduce(op);
 	free(w);

@@ -147,6 +147,18 @@ void ruda__device_set_close(struct ruda_device_set *set)
 		if (slot->registry_ready)
 			ruda__pipeline_registry_finish(&slot->pipelines);
 	}
+	/* everything in flight completes first, on every device: work on one
+	 * may hold host memory imported into another */
+	for (uint32_t i = 0; set->devices && i < set->count; i++)
+		vkDeviceWaitIdle(set->devices[i]->vk);
+	for (uint32_t i = 0; set->devices && i < set->count; i++) {
+		struct ruda_device *d = set->devices[i];
+		uint64_t value;
+		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) == VK_SUCCESS &&
+		    value > atomic_load(&d->completed))
+			atomic_store(&d->completed, value);
+		ruda__device_process_completions(d);
+	}
 	for (uint32_t i = 0; set->devices && i < set->count; i++) {
 		ruda__device_details_free(set->devices[i]);
 		ruda__device_destroy(set->devices[i]);

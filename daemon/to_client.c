@@ -92,6 +92,14 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		waiter_free(w);
 		return;
 	}
+	/* nothing more to do for a session that has gone (nor, at shutdown,
+	 * on a device that may be gone) */
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (!t || t->state != RUDA_SESSION_READY) {
+		reply(w, RUDA_ERROR_DISCONNECTED, "the target session has gone");
+		waiter_free(w);
+		return;
+	}
 	struct ruda_device *d = w->dst->device;
 	VkBuffer host = ruda__host_staging_buffer(w->staging, d);
 	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
