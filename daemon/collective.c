@@ -542,7 +542,9 @@ static uint32_t device_set(struct ruda_session *s, const uint32_t *devices, size
 void ruda__handle_collective_init(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__CollectiveInit *ci = req->collective_init;
-	uint32_t set[ci->n_devices ? ci->n_devices : 1];
+	/* no more than the daemon has (the list is sorted in a copy) */
+	size_t n = ci->n_devices <= s->ctx->ndevices ? ci->n_devices : s->ctx->ndevices + 1;
+	uint32_t set[n ? n : 1];
 	char why[160];
 	if (!device_set(s, ci->devices, ci->n_devices, set, why, sizeof(why))) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
@@ -661,7 +663,8 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		ruda__stream_fail(s->current, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
 		return;
 	}
-	uint32_t set[a->n_devices ? a->n_devices : 1];
+	size_t asked = a->n_devices <= ctx->ndevices ? a->n_devices : ctx->ndevices + 1;
+	uint32_t set[asked ? asked : 1];
 	char why[200];
 	uint32_t n = device_set(s, a->devices, a->n_devices, set, why, sizeof(why));
 	if (!n) {

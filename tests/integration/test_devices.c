@@ -773,6 +773,13 @@ START_TEST(all_reduce_bad_calls)
 	ruda_device_id twice[2] = {ids[0], ids[0]};
 	ck_assert_int_eq(ruda_client_ensure_init_collective(clients[0], twice, 2),
 			 RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_device_id many[NDEV + 1] = {ids[0], ids[0], ids[0], ids[0]};
+	ck_assert_int_eq(ruda_client_ensure_init_collective(clients[0], many, NDEV + 1),
+			 RUDA_ERROR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ruda_client_all_reduce(clients[0], a, d, RUDA_ELEM_F32, many, NDEV + 1,
+						RUDA_REDUCE_SUM),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync_collective(clients[0]), RUDA_ERROR_INVALID_ARGUMENT);
 	ruda_device_id unknown[2] = {ids[0], {RUDA_DEVICE_CPU, 7}};
 	ck_assert_int_eq(ruda_client_ensure_init_collective(clients[0], unknown, 2),
 			 RUDA_ERROR_INVALID_ARGUMENT);
