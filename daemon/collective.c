@@ -34,6 +34,9 @@ struct part {
 	uint64_t session;
 	int arrived, settled;
 	uint64_t dst, dst_offset;
+	/* while the staging is being made: src copied here first, in order */
+	struct ruda_buffer *tmp; /* owned reference */
+	int tmp_ready;
 };
 
 struct op_job {
@@ -51,6 +54,7 @@ struct collective_op {
 	struct ruda_host_staging *staging; /* n slots of `size` bytes; slot 0 gets the result */
 	uint32_t arrived, copied;
 	uint32_t waiters; /* completions and jobs still to come */
+	int ready; /* the staging is made (or failed: staging NULL) */
 	int queued, failed;
 	ruda_status error;
 	char message[256];
@@ -310,6 +314,9 @@ static void maybe_free(struct collective_op *op)
 	for (uint32_t i = 0; i < op->n; i++)
 		if (op->parts[i].arrived && !op->parts[i].settled)
 			return;
+	for (uint32_t i = 0; i < op->n; i++)
+		if (op->parts[i].tmp)
+			ruda__buffer_put(op->parts[i].tmp);
 	if (op->staging)
 		ruda__host_staging_put(op->staging);
 	struct ruda_collectives *c = op->ctx->collectives;
@@ -454,6 +461,78 @@ static void copied(struct ruda_waiter *base, int status)
 	else if (++op->copied == op->n && !op->failed)
 		reduce(op);
 	free(w);
+	maybe_free(op);
+}
+
+/* A participant's src waited in `tmp` for the staging: copy it into its
+ * slot now (a submission of its own on the participant's device). */
+static void stage_tmp(struct collective_op *op, uint32_t i)
+{
+	struct part *p = &op->parts[i];
+	struct ruda_device *d = op->ctx->devices[p->device];
+	VkBuffer host = ruda__host_staging_buffer(op->staging, d);
+	struct op_waiter *w = host ? calloc(1, sizeof(*w)) : NULL;
+	struct ruda_submission *sub = w ? ruda__submission_begin(d) : NULL;
+	if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
+	    ruda__submission_hold(sub, &p->tmp->ref) < 0) {
+		if (sub)
+			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		free(w);
+		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+		return;
+	}
+	/* the copy into tmp ran in an earlier submission of this queue */
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			     0, 1, &barrier, 0, NULL, 0, NULL);
+	VkBufferCopy region = {.srcOffset = 0, .dstOffset = (uint64_t)i * op->size,
+			       .size = op->size};
+	vkCmdCopyBuffer(sub->cmd, p->tmp->vk, host, 1, &region);
+	ruda__buffer_put(p->tmp); /* the submission holds it now */
+	p->tmp = NULL;
+	w->base.done = copied;
+	w->op = op;
+	w->part = i;
+	op->waiters++;
+	ruda__submission_add_waiter(sub, &w->base);
+	ruda__submission_submit(sub);
+}
+
+static void tmp_copied(struct ruda_waiter *base, int status)
+{
+	struct op_waiter *w = (struct op_waiter *)base;
+	struct collective_op *op = w->op;
+	op->waiters--;
+	if (status != RUDA_OK)
+		fail(op, (ruda_status)status, "all-reduce: device %u failed",
+		     op->parts[w->part].device);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+	op->parts[w->part].tmp_ready = 1;
+	if (!op->failed && op->ready)
+		stage_tmp(op, w->part);
+	free(w);
+	maybe_free(op);
+}
+
+static void staging_made(struct ruda_host_staging *st, void *data)
+{
+	struct collective_op *op = data;
+	op->waiters--;
+	op->ready = 1;
+	op->staging = st;
+	if (!st)
+		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: no host memory for %u x %llu bytes",
+		     op->n, (unsigned long long)op->size);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+	for (uint32_t i = 0; i < op->n && !op->failed; i++)
+		if (op->parts[i].tmp && op->parts[i].tmp_ready)
+			stage_tmp(op, i);
 	maybe_free(op);
 }
 
@@ -646,9 +725,22 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 	*link = op;
 	op->queued = 1;
 	c->live++;
-	if (a->size && n && a->size <= UINT64_MAX / n &&
-	    ruda__host_staging_create(a->size * n, n, &op->staging) < 0)
-		op->staging = NULL;
+	/* host memory imported into every device of the set: kept from an
+	 * earlier call, or made in the thread pool (meanwhile each src waits
+	 * in device memory) */
+	op->ready = 1;
+	if (a->size && n && a->size <= UINT64_MAX / n) {
+		struct ruda_device *devices[n];
+		for (uint32_t i = 0; i < n; i++)
+			devices[i] = s->ctx->devices[set[i]];
+		op->staging = ruda__host_staging_cached(a->size * n, devices, n);
+		if (!op->staging &&
+		    ruda__host_staging_make(s->ctx->loop, a->size * n, devices, n, staging_made,
+					    op) == 0) {
+			op->ready = 0;
+			op->waiters++;
+		}
+	}
 	start_timer(s->ctx);
 	return op;
 }
@@ -728,6 +820,31 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		     "another for %llu bytes of type %u (%s)",
 		     mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
 		     (unsigned long long)op->size, op->elem, op_names[op->reduce]);
+	} else if (!op->ready) {
+		/* the staging is still being made: keep src's bytes, in order */
+		struct ruda_buffer *tmp = NULL;
+		struct op_waiter *w = calloc(1, sizeof(*w));
+		VkBufferCopy region = {.srcOffset = a->src_offset, .dstOffset = 0, .size = op->size};
+		ruda_status made = w ? ruda__buffer_create(s->device, op->size, &tmp)
+				     : RUDA_ERROR_OUT_OF_MEMORY;
+		if (made == RUDA_OK)
+			made = ruda__stream_copy_regions(s->current, src->vk, tmp->vk, &region, 1,
+							 &src->ref, &tmp->ref);
+		if (made != RUDA_OK) {
+			free(w);
+			if (tmp)
+				ruda__buffer_put(tmp);
+			fail(op, made, "all-reduce: device %u: no memory to keep %llu bytes", mine,
+			     (unsigned long long)op->size);
+		} else {
+			p->tmp = tmp;
+			w->base.done = tmp_copied;
+			w->op = op;
+			w->part = (uint32_t)i;
+			op->waiters++;
+			ruda__stream_wait(s->current, &w->base);
+			return; /* `op` may be gone now */
+		}
 	} else {
 		VkBuffer host = op->staging ? ruda__host_staging_buffer(op->staging, s->device)
 					    : VK_NULL_HANDLE;

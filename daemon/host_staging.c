@@ -68,23 +68,9 @@ void ruda__host_staging_cache_clear(void)
 		cache_drop_oldest();
 }
 
-int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
-			      struct ruda_host_staging **out)
+/* A new mapping (no import yet); any thread. */
+static int alloc_new(uint64_t size, uint32_t max_devices, struct ruda_host_staging **out)
 {
-	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
-	/* a cached one at least as large, but not wastefully larger */
-	for (unsigned i = ncached; i-- > 0;) {
-		struct ruda_host_staging *c = cache[i];
-		if (c->mapped >= mapped && c->mapped <= 2 * mapped + STAGING_ALIGN &&
-		    c->max_imports >= max_devices) {
-			memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
-			ncached--;
-			cached_bytes -= c->mapped;
-			c->size = size;
-			*out = c;
-			return 0;
-		}
-	}
 	if (max_devices < STAGING_MIN_IMPORTS)
 		max_devices = STAGING_MIN_IMPORTS; /* so any later use can reuse it */
 	struct ruda_host_staging *st =
@@ -106,6 +92,52 @@ int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
 	st->map = map;
 	*out = st;
 	return 0;
+}
+
+/* Take a cached staging of `size` bytes (at most twice that) that `fits`. */
+static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices,
+					     struct ruda_device *const *devices, uint32_t n)
+{
+	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+	for (unsigned i = ncached; i-- > 0;) {
+		struct ruda_host_staging *c = cache[i];
+		if (c->mapped < mapped || c->mapped > 2 * mapped + STAGING_ALIGN ||
+		    c->max_imports < max_devices)
+			continue;
+		uint32_t have = 0;
+		for (uint32_t k = 0; k < n; k++)
+			for (uint32_t j = 0; j < c->nimports; j++)
+				if (c->imports[j].device == devices[k] && c->imports[j].buffer) {
+					have++;
+					break;
+				}
+		if (have < n)
+			continue;
+		memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
+		ncached--;
+		cached_bytes -= c->mapped;
+		c->size = size;
+		return c;
+	}
+	return NULL;
+}
+
+int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
+			      struct ruda_host_staging **out)
+{
+	struct ruda_host_staging *c = take_cached(size, max_devices, NULL, 0);
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	return alloc_new(size, max_devices, out);
+}
+
+struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,
+						    struct ruda_device *const *devices,
+						    uint32_t n)
+{
+	return take_cached(size, n, devices, n);
 }
 
 static int import(struct ruda_host_staging *st, struct ruda_host_import *im)
@@ -185,4 +217,60 @@ VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_dev
 		return VK_NULL_HANDLE;
 	}
 	return im->buffer;
+}
+
+/* ---- made in the thread pool ------------------------------------------------ */
+
+struct make_job {
+	uv_work_t work;
+	uint64_t size;
+	uint32_t n;
+	struct ruda_host_staging *st;
+	int err;
+	void (*done)(struct ruda_host_staging *st, void *data);
+	void *data;
+	struct ruda_device *devices[];
+};
+
+static void make_run(uv_work_t *work)
+{
+	struct make_job *j = work->data;
+	j->err = alloc_new(j->size, j->n, &j->st);
+	for (uint32_t i = 0; !j->err && i < j->n; i++) {
+		struct ruda_host_import *im = &j->st->imports[j->st->nimports++];
+		im->device = j->devices[i];
+		j->err = import(j->st, im);
+	}
+}
+
+static void make_done(uv_work_t *work, int status)
+{
+	struct make_job *j = work->data;
+	if ((status || j->err) && j->st) {
+		log_error("cannot import %llu bytes of staging memory: %d",
+			  (unsigned long long)j->size, j->err ? j->err : status);
+		really_destroy(j->st);
+		j->st = NULL;
+	}
+	j->done(j->st, j->data);
+	free(j);
+}
+
+int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *const *devices,
+			    uint32_t n, void (*done)(struct ruda_host_staging *st, void *data),
+			    void *data)
+{
+	struct make_job *j = calloc(1, sizeof(*j) + n * sizeof(j->devices[0]));
+	if (!j)
+		return -ENOMEM;
+	j->work.data = j;
+	j->size = size;
+	j->n = n;
+	j->done = done;
+	j->data = data;
+	memcpy(j->devices, devices, n * sizeof(j->devices[0]));
+	int err = uv_queue_work(loop, &j->work, make_run, make_done);
+	if (err)
+		free(j);
+	return err;
 }

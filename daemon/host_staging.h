@@ -10,6 +10,7 @@
 #define RUDA_HOST_STAGING_H
 
 #include <stdint.h>
+#include <uv.h>
 #include <vulkan/vulkan.h>
 
 #include "ref.h"
@@ -34,6 +35,19 @@ struct ruda_host_staging {
 /* `size` bytes for up to `max_devices` devices; 0 or a negative errno. */
 int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
 			      struct ruda_host_staging **out);
+/* A kept staging of `size` bytes imported into each of `devices` already,
+ * or NULL: the loop never waits for an import this way. */
+struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,
+						    struct ruda_device *const *devices,
+						    uint32_t n);
+/* Make a staging of `size` bytes in the thread pool, imported there into
+ * each of `devices` (an import pins the pages: milliseconds per hundred
+ * MiB on a GPU); `done` runs on the loop with it (the caller's reference),
+ * or NULL when that failed. 0 or a negative errno. */
+int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *const *devices,
+			    uint32_t n, void (*done)(struct ruda_host_staging *st, void *data),
+			    void *data);
+
 /* The memory as a transfer buffer of `device`, imported on first use;
  * VK_NULL_HANDLE when the import fails. */
 VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *staging, struct ruda_device *device);

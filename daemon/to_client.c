@@ -20,6 +20,10 @@ struct to_client_waiter {
 	struct ruda_buffer *dst;          /* owned reference */
 	struct ruda_host_staging *staging; /* owned reference; NULL: same device */
 	uint64_t size;
+	/* while the staging is made in the thread pool, the bytes wait here */
+	struct ruda_buffer *tmp; /* owned reference */
+	int pending;             /* the copy into tmp, the staging: still to come */
+	ruda_status error;
 };
 
 static void reply(struct to_client_waiter *w, ruda_status status, const char *why)
@@ -31,6 +35,8 @@ static void reply(struct to_client_waiter *w, ruda_status status, const char *wh
 
 static void waiter_free(struct to_client_waiter *w)
 {
+	if (w->tmp)
+		ruda__buffer_put(w->tmp);
 	if (w->dst)
 		ruda__buffer_put(w->dst);
 	if (w->staging)
@@ -121,6 +127,67 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 	w->base.done = into_target_done;
 	ruda__submission_add_waiter(sub, &w->base);
 	ruda__submission_submit(sub); /* on failure the waiter hears it */
+}
+
+/* The bytes are in tmp and the staging is made: tmp -> host memory on the
+ * source device, then on as usual. */
+static void maybe_stage(struct to_client_waiter *w)
+{
+	if (w->pending)
+		return;
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (w->error == RUDA_OK && (!t || t->state != RUDA_SESSION_READY))
+		w->error = RUDA_ERROR_DISCONNECTED;
+	struct ruda_device *d = w->tmp->device;
+	VkBuffer host = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
+					    : VK_NULL_HANDLE;
+	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
+	if (sub && (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
+		    ruda__submission_hold(sub, &w->tmp->ref) < 0)) {
+		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		sub = NULL;
+	}
+	if (!sub) {
+		reply(w, w->error != RUDA_OK ? w->error : RUDA_ERROR_OUT_OF_MEMORY,
+		      w->error == RUDA_ERROR_DISCONNECTED ? "the target session has gone"
+							  : "no host memory for the copy");
+		waiter_free(w);
+		return;
+	}
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			     0, 1, &barrier, 0, NULL, 0, NULL);
+	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
+	if (w->size)
+		vkCmdCopyBuffer(sub->cmd, w->tmp->vk, host, 1, &region);
+	ruda__buffer_put(w->tmp); /* the submission holds it now */
+	w->tmp = NULL;
+	w->base.done = out_of_source_done;
+	ruda__submission_add_waiter(sub, &w->base);
+	ruda__submission_submit(sub);
+}
+
+static void tmp_done(struct ruda_waiter *base, int status)
+{
+	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	if (status != RUDA_OK && w->error == RUDA_OK)
+		w->error = (ruda_status)status;
+	w->pending--;
+	maybe_stage(w);
+}
+
+static void staging_made(struct ruda_host_staging *st, void *data)
+{
+	struct to_client_waiter *w = data;
+	w->staging = st;
+	if (!st && w->error == RUDA_OK)
+		w->error = RUDA_ERROR_OUT_OF_MEMORY;
+	w->pending--;
+	maybe_stage(w);
 }
 
 /* The copy regions of the request, packed in row-major order from 0:
@@ -278,21 +345,36 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		.size = packed,
 	};
 	st = ruda__buffer_create(target->device, packed ? packed : 1, &w->dst);
+	struct ruda_device *devices[2] = {s->device, target->device};
 	if (st == RUDA_OK && target->device != s->device) {
-		if (ruda__host_staging_create(packed, 2, &w->staging) < 0)
-			st = RUDA_ERROR_OUT_OF_MEMORY;
+		/* host memory imported into both devices: kept from an earlier
+		 * transfer, or made in the thread pool while the bytes wait in
+		 * device memory (an import must not stall the loop) */
+		w->staging = ruda__host_staging_cached(packed, devices, 2);
+		if (!w->staging)
+			st = ruda__buffer_create(s->device, packed ? packed : 1, &w->tmp);
 	}
 	VkBuffer into = VK_NULL_HANDLE;
 	if (st == RUDA_OK) {
-		into = w->staging ? ruda__host_staging_buffer(w->staging, s->device) : w->dst->vk;
+		into = w->tmp ? w->tmp->vk
+		       : w->staging ? ruda__host_staging_buffer(w->staging, s->device)
+				    : w->dst->vk;
 		if (!into)
 			st = RUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (st == RUDA_OK)
 		st = ruda__stream_copy_regions(s->current, src->buffer->vk, into, regions,
 					       packed ? n : 0, &src->buffer->ref,
-					       w->staging ? &w->staging->ref : &w->dst->ref);
+					       w->tmp       ? &w->tmp->ref
+					       : w->staging ? &w->staging->ref
+							    : &w->dst->ref);
 	free(regions);
+	if (st == RUDA_OK && w->tmp) {
+		if (ruda__host_staging_make(ctx->loop, packed, devices, 2, staging_made, w) < 0)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+		else
+			w->pending = 2;
+	}
 	if (st != RUDA_OK) {
 		ruda__session_reply_status(s, req->id, st, "to_client: %llu bytes: %s",
 					   (unsigned long long)packed, ruda_strerror(st));
@@ -300,5 +382,7 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->usage.bytes_downloaded += packed;
+	if (w->tmp)
+		w->base.done = tmp_done;
 	ruda__stream_wait(s->current, &w->base);
 }
