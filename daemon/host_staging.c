@@ -122,17 +122,6 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 	return NULL;
 }
 
-int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
-			      struct ruda_host_staging **out)
-{
-	struct ruda_host_staging *c = take_cached(size, max_devices, NULL, 0);
-	if (c) {
-		*out = c;
-		return 0;
-	}
-	return alloc_new(size, max_devices, out);
-}
-
 struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,
 						    struct ruda_device *const *devices,
 						    uint32_t n)

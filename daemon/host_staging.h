@@ -32,9 +32,6 @@ struct ruda_host_staging {
 	struct ruda_host_import imports[];
 };
 
-/* `size` bytes for up to `max_devices` devices; 0 or a negative errno. */
-int ruda__host_staging_create(uint64_t size, uint32_t max_devices,
-			      struct ruda_host_staging **out);
 /* A kept staging of `size` bytes imported into each of `devices` already,
  * or NULL: the loop never waits for an import this way. */
 struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,
@@ -48,8 +45,9 @@ int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *
 			    uint32_t n, void (*done)(struct ruda_host_staging *st, void *data),
 			    void *data);
 
-/* The memory as a transfer buffer of `device`, imported on first use;
- * VK_NULL_HANDLE when the import fails. */
+/* The memory as a transfer buffer of `device`: imported already when the
+ * staging came from _cached or _make for that device (else imported now);
+ * VK_NULL_HANDLE when the import failed. */
 VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *staging, struct ruda_device *device);
 
 /* Destroy the staging kept for reuse; later releases destroy at once
