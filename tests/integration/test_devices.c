@@ -876,6 +876,42 @@ START_TEST(all_reduce_participant_disconnects)
 }
 END_TEST
 
+/* The new buffer counts against the target client's quota. */
+START_TEST(to_client_quota)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
+						     "max_memory_per_client=5M", NULL});
+	ruda_connect_options o = {.socket_path = d.socket_path, .device_index = 0};
+	ruda_client *a = NULL, *b = NULL;
+	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
+	o.device_index = 1;
+	ck_assert_int_eq(ruda_client_connect(&o, &b), RUDA_OK);
+	ruda_handle big, held, moved;
+	ck_assert_int_eq(ruda_client_empty(a, 4 << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(b, 3 << 20, &held), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	ck_assert_int_eq(ruda_client_to_client(a, big, b, RUDA_ELEM_U8, &moved), RUDA_ERROR_QUOTA);
+	char why[256];
+	ruda_client_last_error(a, why, sizeof(why));
+	ck_assert_msg(strstr(why, "quota"), "%s", why);
+	/* b's id was not taken: a buffer it makes now works */
+	ruda_handle small;
+	ck_assert_int_eq(ruda_client_empty(b, 4096, &small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(b, held), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	ck_assert_int_eq(ruda_client_to_client(a, big, b, RUDA_ELEM_U8, &moved), RUDA_OK);
+	ruda_memory_usage u;
+	ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
+	ck_assert_uint_eq(u.allocations, 2);
+	ck_assert_uint_ge(u.bytes_in_use, 4 << 20);
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 Suite *devices_suite(void)
 {
 	Suite *s = suite_create("devices");
@@ -898,6 +934,10 @@ Suite *devices_suite(void)
 	tcase_add_test(tc, all_reduce_bad_calls);
 	tcase_add_test(tc, all_reduce_participant_disconnects);
 	suite_add_tcase(s, tc);
+	TCase *own = tcase_create("own daemon");
+	tcase_set_timeout(own, 60);
+	tcase_add_test(own, to_client_quota);
+	suite_add_tcase(s, own);
 	return s;
 }
 
