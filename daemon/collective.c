@@ -134,9 +134,66 @@ static uint16_t float_to_half(float f)
 	 : (op) == RUDA_REDUCE_MIN ? ((a) < (b) ? (a) : (b))                           \
 				   : (a) + (b))
 
+/* Whole arrays at a time where the type allows (f32 every op; 32-bit
+ * integers but for means): the same operations per element, in the same
+ * order, as the general loop below, in loops the compiler vectorises. */
+#define REDUCE_ARRAYS(T, acc, v, count, op)                                        \
+	do {                                                                       \
+		switch (op) {                                                      \
+		case RUDA_REDUCE_PROD:                                             \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (T)((acc)[k] * (v)[k]);                 \
+			break;                                                     \
+		case RUDA_REDUCE_MAX:                                              \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (acc)[k] > (v)[k] ? (acc)[k] : (v)[k];  \
+			break;                                                     \
+		case RUDA_REDUCE_MIN:                                              \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (acc)[k] < (v)[k] ? (acc)[k] : (v)[k];  \
+			break;                                                     \
+		default:                                                           \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (T)((acc)[k] + (v)[k]);                 \
+		}                                                                  \
+	} while (0)
+
+static int reduce_fast(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin, uint64_t end,
+		       uint32_t elem, uint32_t op)
+{
+	uint64_t count = end - begin;
+	if (elem == RUDA_ELEM_F32) {
+		float *acc = (float *)base + begin;
+		for (uint32_t j = 1; j < n; j++)
+			REDUCE_ARRAYS(float, acc, (const float *)(base + j * stride) + begin, count,
+				      op);
+		if (op == RUDA_REDUCE_MEAN)
+			for (uint64_t k = 0; k < count; k++)
+				acc[k] = acc[k] / (float)n;
+		return 1;
+	}
+	if ((elem != RUDA_ELEM_I32 && elem != RUDA_ELEM_U32) || op == RUDA_REDUCE_MEAN)
+		return 0;
+	if (elem == RUDA_ELEM_I32 && (op == RUDA_REDUCE_MAX || op == RUDA_REDUCE_MIN)) {
+		int32_t *acc = (int32_t *)base + begin;
+		for (uint32_t j = 1; j < n; j++)
+			REDUCE_ARRAYS(int32_t, acc, (const int32_t *)(base + j * stride) + begin,
+				      count, op);
+		return 1;
+	}
+	/* u32 every op; i32 sums and products wrap as u32 */
+	uint32_t *acc = (uint32_t *)base + begin;
+	for (uint32_t j = 1; j < n; j++)
+		REDUCE_ARRAYS(uint32_t, acc, (const uint32_t *)(base + j * stride) + begin, count,
+			      op);
+	return 1;
+}
+
 void ruda__collective_reduce(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin,
 			     uint64_t end, uint32_t elem, uint32_t op)
 {
+	if (reduce_fast(base, stride, n, begin, end, elem, op))
+		return;
 	for (uint64_t i = begin; i < end; i++) {
 		switch (elem) {
 		case RUDA_ELEM_F32: {

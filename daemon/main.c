@@ -468,6 +468,14 @@ int main(int argc, char **argv)
 	ruda__policy_init(&d.policy, &d.config);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* the thread pool compiles kernels and reduces all-reduce data: a
+	 * thread per core (libuv's default is 4) unless the environment says */
+	if (!getenv("UV_THREADPOOL_SIZE")) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		char threads[16];
+		snprintf(threads, sizeof(threads), "%ld", cores < 4 ? 4 : cores > 64 ? 64 : cores);
+		setenv("UV_THREADPOOL_SIZE", threads, 0);
+	}
 	d.loop = uv_default_loop();
 	const char *cache_dir = d.config.cache_directory;
 	if (cache_dir)
