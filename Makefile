@@ -82,6 +82,13 @@ $(BUILD)/gen/status_check.c: proto/ruda.proto
 	  sed -n 's/^ *\([A-Z_]*\) = [0-9]*;.*/_Static_assert((int)RUDA_\1 == (int)RUDA__STATUS__\1, "ruda_status \1 differs from the wire");/p'; \
 	} > $@
 
+# rudad's own kernel (dynamic counts), compiled into it as C words
+$(BUILD)/gen/indirect_clamp.spv.inc: daemon/indirect_clamp.comp
+	@mkdir -p $(BUILD)/gen
+	$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
+
+$(BUILD)/obj/daemon/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
+
 # ---- objects ------------------------------------------------------------
 
 $(BUILD)/obj/%.o: %.c $(GEN)
@@ -171,6 +178,14 @@ $(BUILD)/tests/helper_%: tests/integration/helper_%.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
+# Counts rudad's live Vulkan objects when preloaded (tests/vkcount/);
+# built without sanitizers: it only forwards to the loader.
+$(BUILD)/tests/libvkcount.so: tests/vkcount/vkcount.c tests/vkcount/vkcount.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl -lpthread
+
+$(BUILD)/tests/test_vk_objects: | $(BUILD)/tests/libvkcount.so
+
 TEST_PROGRAMS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
 
 tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS)
@@ -243,7 +258,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= $(BUILD)-fuzz
 FUZZ_CC ?= clang
 FUZZ_PACKAGES := clang libclang-rt-14-dev
-FUZZ_TARGETS := frame dispatch
+FUZZ_TARGETS := frame dispatch admin
 FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
 # UBSan stops at the first report, and LSan reports, except those of known
 # open bugs (tests/fuzz/*.supp)
@@ -257,7 +272,7 @@ SOAK_CLIENTS ?= 4
 
 # the corpus replay compiles the targets' sources in
 $(BUILD)/tests/test_fuzz_corpus: tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_dispatch.c \
-	tests/fuzz/replay.c
+	tests/fuzz/fuzz_admin.c tests/fuzz/replay.c
 
 $(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
@@ -265,6 +280,13 @@ $(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
 
 $(BUILD)/fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		| $(BUILD)/shaders/fill.spv
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a $(DAEMON_LIBS)
+
+# the dispatch harness with Admin messages as input (it includes fuzz_dispatch.c)
+$(BUILD)/fuzz/fuzz_admin: tests/fuzz/fuzz_admin.c tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) \
+		$(BUILD)/libruda.a | $(BUILD)/shaders/fill.spv
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS)
@@ -293,6 +315,41 @@ soak: deps
 	@$(MAKE) --no-print-directory $(BUILD)/rudad $(BUILD)/shaders/fill.spv \
 		$(BUILD)/shaders/add_f32.spv $(BUILD)/soak/soak
 	$(BUILD)/soak/soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS)
+
+# ---- sanitizer variants of make check -----------------------------------
+#
+#   make check-asan [ASAN_BUILD=$(BUILD)-asan]
+#   make check-valgrind [VALGRIND_TESTS="build/tests/test_kernel ..."]
+#
+# check-asan: everything built with ASan+UBSan (gcc) into its own build
+# directory, then every suite; rudad runs under the sanitizers in the
+# integration suites, and any report (UBSan stops at the first one, LSan
+# runs at every exit) fails the test through its exit status.
+# check-valgrind: the integration suites of the normal build with rudad
+# under valgrind (tests/harness.c's RUDA_TEST_WRAPPER); an error or a
+# definite leak in rudad makes it exit 99 and the test fail. Neither is
+# part of `make check`: docs/reliability.md has their run times.
+
+ASAN_BUILD ?= $(BUILD)-asan
+ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp)
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+	--errors-for-leak-kinds=definite --suppressions=$(abspath tests/valgrind.supp)
+VALGRIND_TESTS ?= $(INTEGRATION_TESTS)
+
+.PHONY: check-asan check-valgrind
+
+check-asan: deps
+	@$(ASAN_ENV) $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) SAN="$(ASAN_SAN)" \
+		CFLAGS="-O1 -g" check
+
+check-valgrind: deps
+	@$(MAKE) --no-print-directory DEB_PACKAGES=valgrind deps
+	@$(MAKE) --no-print-directory tests
+	@CK_TIMEOUT_MULTIPLIER=10 RUDA_TEST_WRAPPER="$(VALGRIND)" BUILD=$(BUILD) \
+		sh tests/run.sh $(VALGRIND_TESTS)
 
 # ---- running ------------------------------------------------------------
 

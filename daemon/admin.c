@@ -692,6 +692,40 @@ static void admin_shutdown(struct ruda_session *s, uint64_t request, const Ruda_
 	ctx->shutdown(ctx->hook_data);
 }
 
+/* Test-only (RUDA_TEST_FAULTS=1 at start): fail a device as the driver
+ * would; recovery runs at the end of this loop iteration. */
+static void admin_inject_device_loss(struct ruda_session *s, uint64_t request,
+				     const Ruda__Admin *a)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	uint32_t index = a->inject_device_loss->device;
+	if (!ctx->test_faults) {
+		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
+					   "fault injection is for tests: rudad was not started "
+					   "with RUDA_TEST_FAULTS=1");
+		return;
+	}
+	if (index >= ctx->ndevices) {
+		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT, "no device %u",
+					   index);
+		return;
+	}
+	log_notice("session %llu (uid %u, pid %d): injecting a loss of device %u",
+		   (unsigned long long)s->id, s->uid, s->pid, index);
+	Ruda__AdminInjectDeviceLossReply lr = RUDA__ADMIN_INJECT_DEVICE_LOSS_REPLY__INIT;
+	lr.device = index;
+	size_t n;
+	struct ruda_session **list = list_sessions(ctx, &n, 0);
+	for (size_t i = 0; list && i < n; i++)
+		lr.sessions += list[i]->device == ctx->devices[index];
+	free(list);
+	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
+	body.body_case = RUDA__ADMIN_REPLY__BODY_INJECT_DEVICE_LOSS;
+	body.inject_device_loss = &lr;
+	reply_admin(s, request, &body);
+	ruda__device_inject_loss(ctx->devices[index]);
+}
+
 /* ---- table -------------------------------------------------------------- */
 
 typedef void (*admin_fn)(struct ruda_session *s, uint64_t request, const Ruda__Admin *a);
@@ -710,6 +744,7 @@ static const struct {
 	[RUDA__ADMIN__BODY_CLEANUP] = {admin_cleanup, "cleanup", 1},
 	[RUDA__ADMIN__BODY_DRAIN] = {admin_drain, "drain", 1},
 	[RUDA__ADMIN__BODY_SHUTDOWN] = {admin_shutdown, "shutdown", 1},
+	[RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS] = {admin_inject_device_loss, "inject_device_loss", 1},
 };
 
 void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)

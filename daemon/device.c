@@ -1,4 +1,5 @@
 #include "device.h"
+#include "indirect.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -126,9 +127,11 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 	atomic_store(&d->lost_status, status);
 	atomic_store(&d->lost, (int)r);
 	uv_async_send(&d->async);
-	log_error("device %u: %s; its work is lost until rudad restarts", d->index,
-		  status == RUDA_ERROR_TIMEOUT ? "a submission ran past the time limit"
-					       : "device lost");
+	log_error("device %u: %s", d->index,
+		  status == RUDA_ERROR_TIMEOUT
+			  ? "a submission ran past the time limit; its work is lost until rudad "
+			    "restarts"
+			  : "device lost; its work is lost");
 }
 
 static void *completion_main(void *arg)
@@ -435,6 +438,15 @@ int ruda__submission_submit(struct ruda_submission *sub)
 int ruda__device_failure(struct ruda_device *d)
 {
 	return atomic_load(&d->lost) ? atomic_load(&d->lost_status) : RUDA_OK;
+}
+
+void ruda__device_inject_loss(struct ruda_device *d)
+{
+	if (atomic_load(&d->lost))
+		return;
+	log_warn("device %u: injecting a device loss (RUDA_TEST_FAULTS)", d->index);
+	declare_lost(d, VK_ERROR_DEVICE_LOST, RUDA_ERROR_DEVICE_LOST);
+	ruda__device_process_completions(d);
 }
 
 void ruda__device_process_completions(struct ruda_device *d)
@@ -772,6 +784,16 @@ static void free_after_close(uv_handle_t *handle)
 	free(handle->data);
 }
 
+/* The watchdog is closed: close the async handle, whose callback frees the
+ * device. One after the other, because libuv finishes closes in reverse
+ * order and reads a handle after the callback of the one before it ran. */
+static void close_async_after_watchdog(uv_handle_t *handle)
+{
+	struct ruda_device *d = handle->data;
+	d->async.data = d;
+	uv_close((uv_handle_t *)&d->async, free_after_close);
+}
+
 void ruda__device_destroy(struct ruda_device *d)
 {
 	if (!d)
@@ -787,6 +809,9 @@ void ruda__device_destroy(struct ruda_device *d)
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
 	release_zombies(d);
+	if (d->before_destroy)
+		d->before_destroy(d);
+	ruda__indirect_destroy(d, d->indirect);
 	while (d->spare) {
 		struct ruda_submission *sub = d->spare;
 		d->spare = sub->next;
@@ -804,9 +829,7 @@ void ruda__device_destroy(struct ruda_device *d)
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
 	uv_timer_stop(&d->watchdog);
-	uv_close((uv_handle_t *)&d->watchdog, NULL);
-	/* the async handle's memory is the device: free both once it is closed
-	 * (after the watchdog's, which closes first) */
-	d->async.data = d;
-	uv_close((uv_handle_t *)&d->async, free_after_close);
+	/* both handles' memory is the device: freed once the last is closed */
+	d->watchdog.data = d;
+	uv_close((uv_handle_t *)&d->watchdog, close_async_after_watchdog);
 }

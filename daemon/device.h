@@ -18,6 +18,7 @@
 #include "spirv.h"
 
 struct ruda_device;
+struct ruda_indirect;
 
 /* Something to do on the loop once a submission has completed. */
 struct ruda_waiter {
@@ -105,8 +106,12 @@ struct ruda_device {
 	struct ruda_device_details *details; /* owned by device_details.c */
 	uint64_t busy_ns;   /* device time of the submissions completed so far */
 	uint64_t opened_ns; /* uv_hrtime() once opened */
+	/* called by ruda__device_destroy once the device is idle, before its
+	 * VkDevice goes: others drop what they made on it (host staging) */
+	void (*before_destroy)(struct ruda_device *device);
 
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
+	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
 	/* called on the loop after completions were processed */
 	void (*on_progress)(void *data);
@@ -147,6 +152,10 @@ void ruda__submission_discard(struct ruda_submission *sub, int status);
 /* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
  * once it has failed, else RUDA_OK. */
 int ruda__device_failure(struct ruda_device *device);
+
+/* Test-only: fail the device as a VK_ERROR_DEVICE_LOST from the driver
+ * would (its work fails with RUDA_ERROR_DEVICE_LOST). Loop thread. */
+void ruda__device_inject_loss(struct ruda_device *device);
 
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);

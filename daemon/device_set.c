@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device_details.h"
+#include "host_staging.h"
 #include "log.h"
 
 static int type_rank(VkPhysicalDeviceType type)
@@ -114,6 +115,7 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 		uv_unref((uv_handle_t *)&d->async);
 		d->submission_timeout_ns = submission_timeout_ns;
 		d->physical_index = physical[i];
+		d->before_destroy = ruda__host_staging_forget_device;
 		/* the seed's device id: its type and its rank among that type */
 		for (uint32_t j = 0; j < i; j++)
 			if (set->devices[j]->props.deviceType == d->props.deviceType)
@@ -122,7 +124,7 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 		if (ruda__device_details_query(d, vk->instance) < 0) {
 			return -ENOMEM;
 		}
-		struct ruda_device_slot *slot = &set->slots[i];
+		struct ruda_device_entry *slot = &set->slots[i];
 		if (ruda__pipeline_registry_init(&slot->pipelines, d, loop) < 0) {
 			return -ENOMEM;
 		}
@@ -142,7 +144,7 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 void ruda__device_set_close(struct ruda_device_set *set)
 {
 	for (uint32_t i = 0; set->slots && i < set->count; i++) {
-		struct ruda_device_slot *slot = &set->slots[i];
+		struct ruda_device_entry *slot = &set->slots[i];
 		ruda__pipeline_cache_saver_finish(&slot->cache_saver);
 		if (slot->registry_ready)
 			ruda__pipeline_registry_finish(&slot->pipelines);
@@ -164,6 +166,23 @@ void ruda__device_set_close(struct ruda_device_set *set)
 		ruda__device_destroy(set->devices[i]);
 	}
 	set->count = 0;
+}
+
+void ruda__device_set_adopt(struct ruda_device_set *set, uint32_t index,
+			     const struct ruda_device *old_copy, struct ruda_device_details *details)
+{
+	struct ruda_device *d = set->devices[index];
+	d->physical_index = old_copy->physical_index;
+	d->type_index = old_copy->type_index;
+	d->before_destroy = ruda__host_staging_forget_device;
+	d->opened_ns = uv_hrtime();
+	d->details = details;
+	if (details) { /* a new device: busy time counts from 0 again */
+		details->sample_ns = 0;
+		details->sample_busy_ns = 0;
+		details->recent = 0;
+		details->window_ns = 0;
+	}
 }
 
 void ruda__device_set_free(struct ruda_device_set *set)

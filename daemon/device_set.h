@@ -18,14 +18,14 @@
 /* Logical devices one daemon opens at most. */
 #define RUDA_MAX_DEVICES 64u
 
-struct ruda_device_slot {
+struct ruda_device_entry {
 	struct ruda_pipeline_registry pipelines;
 	struct ruda_pipeline_cache_saver cache_saver;
 	int registry_ready;
 };
 
 struct ruda_device_set {
-	struct ruda_device_slot *slots;
+	struct ruda_device_entry *slots;
 	struct ruda_device **devices;               /* for the server, in order */
 	struct ruda_pipeline_registry **pipelines;  /* for the server, in order */
 	uint32_t count;
@@ -49,6 +49,12 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 /* Save caches, drop registries, destroy every device (their handles close
  * on the loop's next run). */
 void ruda__device_set_close(struct ruda_device_set *set);
+/* Device `index` was re-created after a loss (daemon/recovery.c): give the
+ * new one what rudad knew of the old (`old_copy`, taken before) and its
+ * details. */
+void ruda__device_set_adopt(struct ruda_device_set *set, uint32_t index,
+			    const struct ruda_device *old_copy,
+			    struct ruda_device_details *details);
 /* Free the set's arrays, once the loop has closed the handles. */
 void ruda__device_set_free(struct ruda_device_set *set);
 

@@ -13,6 +13,9 @@
 #include "device_info.h"
 #include "collective.h"
 #include "to_client.h"
+#include "graph.h"
+#include "indirect.h"
+#include "launch_decode.h"
 #include "log.h"
 #include "pipeline.h"
 #include "config.h"
@@ -759,13 +762,46 @@ static ruda_status launch_bindings(struct ruda_session *s, const Ruda__Launch *l
 	return RUDA_OK;
 }
 
+/* The buffer and offset of a launch's dynamic counts, checked: 12 bytes
+ * inside the buffer at a multiple of 4. */
+static ruda_status dynamic_count(struct ruda_session *s, const Ruda__DynamicCount *dc,
+				 struct ruda_launch_count *out, char *why, size_t why_len)
+{
+	const char *reason;
+	ruda_status st = buffer_status(s, dc->handle, &reason);
+	if (st != RUDA_OK) {
+		snprintf(why, why_len, "count buffer %llu: %s", (unsigned long long)dc->handle,
+			 reason);
+		return st;
+	}
+	struct ruda_buffer *b = buffer_entry(s, dc->handle)->buffer;
+	if (!range_ok(dc->offset, 12, b->size)) {
+		snprintf(why, why_len, "count buffer %llu: bytes %llu..%llu lie outside its %llu bytes",
+			 (unsigned long long)dc->handle, (unsigned long long)dc->offset,
+			 (unsigned long long)dc->offset + 12, (unsigned long long)b->size);
+		return RUDA_ERROR_OUT_OF_RANGE;
+	}
+	if (dc->offset % 4) {
+		snprintf(why, why_len, "count buffer %llu: offset %llu is not a multiple of 4",
+			 (unsigned long long)dc->handle, (unsigned long long)dc->offset);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	if (!ruda__indirect_get(s->device)) {
+		snprintf(why, why_len, "dynamic counts are unavailable on this device");
+		return RUDA_ERROR_UNSUPPORTED;
+	}
+	out->buffer = b;
+	out->offset = dc->offset;
+	return RUDA_OK;
+}
+
 static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Launch *l = req->launch;
 	const VkPhysicalDeviceLimits *lim = &s->device->props.limits;
 	struct ruda_session_kernel *k = ruda__handle_table_get(&s->kernels, l->kernel);
 	struct ruda_binding bindings[RUDA_PIPELINE_MAX_BINDINGS];
-	uint32_t count[3] = {l->count_x, l->count_y, l->count_z};
+	struct ruda_launch_count count = {.count = {l->count_x, l->count_y, l->count_z}};
 	uint8_t push[256] = {0};
 	char why[256] = "";
 	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
@@ -783,31 +819,46 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 	else if (l->push_constants.len > k->pipeline->push_constant_size)
 		snprintf(why, sizeof(why), "%zu push-constant bytes; the kernel declares %u",
 			 l->push_constants.len, k->pipeline->push_constant_size);
-	else if (count[0] > lim->maxComputeWorkGroupCount[0] ||
-		 count[1] > lim->maxComputeWorkGroupCount[1] ||
-		 count[2] > lim->maxComputeWorkGroupCount[2])
+	else if (l->dynamic_count)
+		st = dynamic_count(s, l->dynamic_count, &count, why, sizeof(why));
+	else if (count.count[0] > lim->maxComputeWorkGroupCount[0] ||
+		 count.count[1] > lim->maxComputeWorkGroupCount[1] ||
+		 count.count[2] > lim->maxComputeWorkGroupCount[2])
 		snprintf(why, sizeof(why), "count (%u, %u, %u) exceeds the device's (%u, %u, %u)",
-			 count[0], count[1], count[2], lim->maxComputeWorkGroupCount[0],
-			 lim->maxComputeWorkGroupCount[1], lim->maxComputeWorkGroupCount[2]);
+			 count.count[0], count.count[1], count.count[2],
+			 lim->maxComputeWorkGroupCount[0], lim->maxComputeWorkGroupCount[1],
+			 lim->maxComputeWorkGroupCount[2]);
 	else
+		st = RUDA_OK;
+	if (st == RUDA_OK)
 		st = launch_bindings(s, l, bindings, why, sizeof(why));
 	if (st == RUDA_OK) {
 		/* short push constants are zero-padded to the declared size */
 		if (l->push_constants.len)
 			memcpy(push, l->push_constants.data, l->push_constants.len);
-		st = ruda__stream_launch(s->current, k->pipeline, count, bindings,
-					 (uint32_t)l->n_bindings, push,
-					 k->pipeline->push_constant_size);
+		struct ruda_graph *capture = s->current->capture;
+		st = capture ? ruda__graph_launch(capture, k->pipeline, &count, bindings,
+						  (uint32_t)l->n_bindings, push,
+						  k->pipeline->push_constant_size)
+			     : ruda__stream_launch(s->current, k->pipeline, &count, bindings,
+						   (uint32_t)l->n_bindings, push,
+						   k->pipeline->push_constant_size);
 		if (st != RUDA_OK)
 			snprintf(why, sizeof(why), "%s", ruda_strerror(st));
 	}
 	if (st == RUDA_OK) {
-		s->usage.launches++;
+		if (!s->current->capture)
+			s->usage.launches++;
 		return;
 	}
 	char message[320];
 	snprintf(message, sizeof(message), "launch (request %llu): %s",
 		 (unsigned long long)req->id, why);
+	if (s->current->capture) {
+		/* nothing ran: the capture is what failed */
+		ruda__graph_fail(s->current->capture, st, "%s", message);
+		return;
+	}
 	for (size_t i = 0; i < l->n_bindings; i++)
 		mark_failed(s, l->bindings[i]->handle, st, message);
 	ruda__stream_fail(s->current, st, "%s", message);
@@ -1106,6 +1157,44 @@ static void scratch_free(void *data, void *pointer)
 	(void)pointer; /* everything goes at once when the frame is done */
 }
 
+/* ---- graph capture -------------------------------------------------------- */
+
+/*
+ * While a stream captures a graph only launches (and requests that record
+ * nothing on it) make sense there: what would wait for the stream or move
+ * bytes through the arena is refused. Returns 1 when `req` was refused.
+ */
+static int refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
+				   size_t body, const char *name)
+{
+	struct ruda_graph *g = s->current->capture;
+	char why[160];
+	snprintf(why, sizeof(why), "%s (request %llu): stream %u is capturing a graph", name,
+		 (unsigned long long)req->id, s->current->id);
+	switch (body) {
+	case RUDA__REQUEST__BODY_READ:
+	case RUDA__REQUEST__BODY_SYNC:
+	case RUDA__REQUEST__BODY_SYNC_BUFFERS:
+	case RUDA__REQUEST__BODY_PROFILE_END:
+	case RUDA__REQUEST__BODY_GRAPH_PREPARE:
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "%s; end the capture first", why);
+		return 1;
+	case RUDA__REQUEST__BODY_WRITE:
+		/* the bytes never reach the buffer: it carries the error */
+		mark_failed(s, req->write->handle, RUDA_ERROR_INVALID_ARGUMENT, why);
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; writes are not captured", why);
+		ruda__session_arena_used(s, req->id);
+		return 1;
+	case RUDA__REQUEST__BODY_PROFILE_START:
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; profiling is not captured",
+				 why);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* ---- table -------------------------------------------------------------- */
 
 typedef void (*handler_fn)(struct ruda_session *s, const Ruda__Request *req);
@@ -1146,6 +1235,13 @@ static const struct {
 	[RUDA__REQUEST__BODY_COLLECTIVE_INIT] = {ruda__handle_collective_init, "CollectiveInit", 1},
 	[RUDA__REQUEST__BODY_ALL_REDUCE] = {ruda__handle_all_reduce, "AllReduce", 0},
 	[RUDA__REQUEST__BODY_COLLECTIVE_SYNC] = {ruda__handle_collective_sync, "CollectiveSync", 1},
+	[RUDA__REQUEST__BODY_GRAPH_PREPARE] = {ruda__graph_handle_prepare, "GraphPrepare", 1},
+	[RUDA__REQUEST__BODY_GRAPH_START_CAPTURE] = {ruda__graph_handle_start, "GraphStartCapture", 1},
+	[RUDA__REQUEST__BODY_GRAPH_STOP_CAPTURE] = {ruda__graph_handle_stop, "GraphStopCapture", 1},
+	[RUDA__REQUEST__BODY_GRAPH_ABORT_CAPTURE] = {ruda__graph_handle_abort, "GraphAbortCapture",
+						     0},
+	[RUDA__REQUEST__BODY_GRAPH_REPLAY] = {ruda__graph_handle_replay, "GraphReplay", 0},
+	[RUDA__REQUEST__BODY_GRAPH_RELEASE] = {ruda__graph_handle_release, "GraphRelease", 0},
 };
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
@@ -1170,7 +1266,13 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 	};
 	int use_scratch = ctx->scratch && !ctx->decoding;
 	ProtobufCAllocator *alloc = use_scratch ? &allocator : NULL;
-	Ruda__Request *req = ruda__request__unpack(alloc, frame->length, frame->payload);
+	/* launches, the request sent at high rates, skip protobuf-c's
+	 * reflection when canonically encoded (libruda always does) */
+	struct ruda_launch_frame fast;
+	int decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
+	Ruda__Request *req = decoded_fast ? &fast.request
+					  : ruda__request__unpack(alloc, frame->length,
+								  frame->payload);
 	if (!req) {
 		ruda__session_violation(s, "undecodable request (%u bytes)", frame->length);
 		return;
@@ -1205,12 +1307,15 @@ void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 							   RUDA_SESSION_MAX_STREAMS);
 			goto done;
 		}
+		if (s->current->capture &&
+		    refused_while_capturing(s, req, body, handlers[body].name))
+			goto done;
 		ctx->decoding += use_scratch;
 		handlers[body].run(s, req);
 		ctx->decoding -= use_scratch;
 	}
 done:
-	if (!use_scratch)
+	if (!use_scratch && !decoded_fast)
 		ruda__request__free_unpacked(req, NULL);
 	/* else nothing to free: the scratch area is reused by the next frame */
 }

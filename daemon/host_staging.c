@@ -24,11 +24,29 @@ static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
 static unsigned ncached;
 static uint64_t cached_bytes;
 static int cache_closed;
+static struct ruda_host_staging *alive; /* every staging made, loop side */
+
+static void link_alive(struct ruda_host_staging *st)
+{
+	st->prev = NULL;
+	st->next = alive;
+	if (alive)
+		alive->prev = st;
+	alive = st;
+}
 
 static void really_destroy(struct ruda_host_staging *st)
 {
+	if (st->prev)
+		st->prev->next = st->next;
+	else if (alive == st)
+		alive = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
 	for (uint32_t i = 0; i < st->nimports; i++) {
 		struct ruda_host_import *im = &st->imports[i];
+		if (!im->device)
+			continue; /* its device went first */
 		if (im->buffer)
 			vkDestroyBuffer(im->device->vk, im->buffer, NULL);
 		if (im->memory)
@@ -241,6 +259,8 @@ static void make_done(uv_work_t *work, int status)
 		really_destroy(j->st);
 		j->st = NULL;
 	}
+	if (j->st)
+		link_alive(j->st);
 	j->done(j->st, j->data);
 	free(j);
 }
@@ -262,4 +282,19 @@ int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *
 	if (err)
 		free(j);
 	return err;
+}
+
+void ruda__host_staging_forget_device(struct ruda_device *d)
+{
+	for (struct ruda_host_staging *st = alive; st; st = st->next)
+		for (uint32_t i = 0; i < st->nimports; i++) {
+			struct ruda_host_import *im = &st->imports[i];
+			if (im->device != d)
+				continue;
+			if (im->buffer)
+				vkDestroyBuffer(d->vk, im->buffer, NULL);
+			if (im->memory)
+				vkFreeMemory(d->vk, im->memory, NULL);
+			*im = (struct ruda_host_import){0};
+		}
 }

@@ -20,6 +20,7 @@
 #include "pipeline.h"
 #include "pipeline_cache.h"
 #include "policy.h"
+#include "recovery.h"
 #include "server.h"
 
 #ifndef RUDA_VERSION
@@ -49,6 +50,29 @@ struct daemon {
 	char status[512]; /* the last STATUS= sent */
 	int stopping;
 };
+
+/* The server's recreate_device hook: device `index` was lost. */
+static int recreate_device(void *data, uint32_t index)
+{
+	struct daemon *d = data;
+	struct ruda_device_entry *entry = &d->devices.slots[index];
+	struct ruda_device_slot slot = {
+		.vulkan = &d->vulkan,
+		.device = &d->devices.devices[index],
+		.pipelines = &entry->pipelines,
+		.saver = entry->cache_saver.dir ? &entry->cache_saver : NULL,
+		.cache_dir = entry->cache_saver.dir,
+	};
+	/* what rudad keeps about the device beyond Vulkan moves to the new one */
+	struct ruda_device *old = d->devices.devices[index];
+	struct ruda_device old_copy = {.physical_index = old->physical_index,
+				       .type_index = old->type_index};
+	struct ruda_device_details *details = old->details;
+	int err = ruda__device_recreate(&d->server.ctx, index, &slot);
+	if (d->devices.devices[index] != old)
+		ruda__device_set_adopt(&d->devices, index, &old_copy, details);
+	return err;
+}
 
 static void usage(FILE *out)
 {
@@ -493,6 +517,12 @@ int main(int argc, char **argv)
 	d.server.ctx.drain = admin_drain;
 	d.server.ctx.shutdown = admin_shutdown;
 	d.server.ctx.hook_data = &d;
+	d.server.ctx.recreate_device = recreate_device;
+	/* test-only commands: never set by the service units */
+	const char *faults = getenv("RUDA_TEST_FAULTS");
+	d.server.ctx.test_faults = faults && strcmp(faults, "1") == 0;
+	if (d.server.ctx.test_faults)
+		log_warn("RUDA_TEST_FAULTS=1: test-only fault injection is enabled");
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sighup);

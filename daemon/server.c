@@ -15,16 +15,28 @@
 #include "arena.h"
 #include "device.h"
 #include "log.h"
+#include "recovery.h"
 
 int ruda__default_socket_path(char *buf, size_t len)
 {
 	return ruda__socket_path(NULL, buf, len);
 }
 
+static void on_connection(uv_poll_t *poll, int status, int events);
+
 static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
 	ruda__session_context_tick(&server->ctx);
+	/* a device being re-created: new clients wait in the backlog */
+	int recovering = ruda__recovery_tick(&server->ctx) > 0;
+	if (server->listen_fd >= 0 && recovering != server->accept_paused) {
+		server->accept_paused = recovering;
+		if (recovering)
+			uv_poll_stop(&server->listen_poll);
+		else
+			uv_poll_start(&server->listen_poll, UV_READABLE, on_connection);
+	}
 	for (uint32_t i = 0; server->ctx.arena_pools && i < server->ctx.ndevices; i++)
 		ruda__arena_pool_refill_idle(&server->ctx.arena_pools[i]);
 	/* drained and the last client gone: stop as on SIGTERM */

@@ -39,6 +39,7 @@ struct ruda_server {
 	uint64_t next_session_id;
 	bool shut_down; /* ruda__server_shutdown has run */
 	bool stop_sent; /* drained: SIGTERM raised once the last client went */
+	int accept_paused; /* a lost device is being re-created */
 	struct ruda_session_context ctx;
 };
 

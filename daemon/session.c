@@ -13,6 +13,7 @@
 #include "buffer.h"
 #include "collective.h"
 #include "dispatch.h"
+#include "graph.h"
 #include "log.h"
 #include "pipeline.h"
 #include "ruda.pb-c.h"
@@ -57,6 +58,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
 	ruda__handle_table_init(&s->streams);
+	ruda__handle_table_init(&s->graphs);
 	ruda__frame_writer_init(&s->out);
 	int err = ruda__frame_reader_init(&s->in);
 	if (!err)
@@ -128,6 +130,8 @@ void ruda__session_destroy(struct ruda_session *s)
 		ruda__stream_finish(&s->stream);
 	}
 	ruda__handle_table_finish(&s->streams);
+	ruda__graph_release_all(s);
+	ruda__handle_table_finish(&s->graphs);
 	free(s->pending_writes);
 	struct ruda_session_buffer *b;
 	while ((b = ruda__handle_table_pop(&s->buffers, NULL))) {

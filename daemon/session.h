@@ -86,6 +86,15 @@ struct ruda_session_context {
 	void *hook_data;
 	int draining; /* drain() has been called */
 	struct ruda_collectives *collectives; /* owned by collective.c; NULL: none yet */
+	/* Re-create device `index` after it was lost (daemon/recovery.c), set
+	 * by whoever owns the devices; NULL: a lost device stays lost. Called
+	 * at the end of a loop iteration; returns 0 when done, -EAGAIN to be
+	 * called again later, another negative errno when it failed. */
+	int (*recreate_device)(void *data, uint32_t index);
+	uint64_t recreate_failed; /* bit per device: do not try again */
+	/* RUDA_TEST_FAULTS=1 was in rudad's environment at start: test-only
+	 * admin commands (inject_device_loss) are accepted */
+	int test_faults;
 };
 
 /* What a session has done, for accounting and rudactl. */
@@ -140,6 +149,7 @@ struct ruda_session {
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
 	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
+	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
 	uint64_t bytes;                   /* device bytes of its buffers */
 	uint64_t requested;               /* bytes its buffers asked for */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */

@@ -7,6 +7,8 @@
 #include "arena.h"
 #include "buffer.h"
 #include "device.h"
+#include "graph.h"
+#include "indirect.h"
 #include "log.h"
 #include "pipeline.h"
 
@@ -34,6 +36,9 @@ static void undirty(struct ruda_stream *s)
 void ruda__stream_finish(struct ruda_stream *s)
 {
 	undirty(s);
+	if (s->capture)
+		ruda__graph_put(s->capture);
+	s->capture = NULL;
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
@@ -56,6 +61,22 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id)
 		s->rec_first_write = id;
 }
 
+void ruda__record_barrier(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	vkCmdPipelineBarrier(cmd,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+}
+
 /* The command buffer to record into, after a barrier that orders the new
  * command after everything before it on the queue. */
 static VkCommandBuffer record(struct ruda_stream *s)
@@ -72,20 +93,10 @@ static VkCommandBuffer record(struct ruda_stream *s)
 		s->dirty_next = *s->dirty_list;
 		*s->dirty_list = s;
 		s->dirty = 1;
+		s->bound.pipeline = NULL; /* a new command buffer has nothing bound */
 	}
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-				 VK_ACCESS_HOST_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-	};
 	VkCommandBuffer cmd = s->recording->cmd;
-	vkCmdPipelineBarrier(cmd,
-			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-				     VK_PIPELINE_STAGE_HOST_BIT,
-			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-			     1, &barrier, 0, NULL, 0, NULL);
+	ruda__record_barrier(cmd);
 	s->recording->commands++;
 	return cmd;
 }
@@ -135,39 +146,105 @@ ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuf
 	return after_record(s);
 }
 
+/* Whether `cache` shows `p` bound with these bindings; then it is kept,
+ * else it is made to show them. */
+static int bind_cached(struct ruda_bind_cache *cache, struct ruda_pipeline *p,
+		       const struct ruda_binding *bindings, uint32_t nbindings)
+{
+	int same = cache->pipeline == p && cache->nbindings == nbindings;
+	for (uint32_t i = 0; same && i < nbindings; i++)
+		same = cache->bindings[i].buffer == bindings[i].buffer->vk &&
+		       cache->bindings[i].offset == bindings[i].offset &&
+		       cache->bindings[i].size == bindings[i].size;
+	if (same)
+		return 1;
+	cache->pipeline = nbindings <= RUDA_BIND_CACHE_BINDINGS ? p : NULL;
+	cache->nbindings = nbindings;
+	for (uint32_t i = 0; cache->pipeline && i < nbindings; i++) {
+		cache->bindings[i].buffer = bindings[i].buffer->vk;
+		cache->bindings[i].offset = bindings[i].offset;
+		cache->bindings[i].size = bindings[i].size;
+	}
+	return 0;
+}
+
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
+			   const struct ruda_launch_count *count,
+			   const struct ruda_binding *bindings, uint32_t nbindings,
+			   const void *push, uint32_t push_size)
+{
+	if (count->buffer) { /* the caller has made d->indirect */
+		ruda__indirect_record_clamp(d, d->indirect, cmd, count->buffer, count->offset);
+		cache->pipeline = NULL; /* the clamp kernel is bound now */
+	}
+	if (!bind_cached(cache, p, bindings, nbindings)) {
+		VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
+		VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
+		for (uint32_t i = 0; i < nbindings; i++) {
+			infos[i] = (VkDescriptorBufferInfo){
+				.buffer = bindings[i].buffer->vk,
+				.offset = bindings[i].offset,
+				.range = bindings[i].size,
+			};
+			writes[i] = (VkWriteDescriptorSet){
+				.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+				.dstBinding = i,
+				.descriptorCount = 1,
+				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+				.pBufferInfo = &infos[i],
+			};
+		}
+		vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
+		if (nbindings)
+			d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
+						   nbindings, writes);
+	}
+	if (push_size)
+		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+	if (count->buffer)
+		vkCmdDispatchIndirect(cmd, d->indirect->counts->vk, 0);
+	else if (count->count[0] && count->count[1] && count->count[2])
+		vkCmdDispatch(cmd, count->count[0], count->count[1], count->count[2]);
+}
+
+/* Keep `ref` alive with the submission; launches in a row mostly use the
+ * same kernel and buffers, which are then held once. */
+static int hold_once(struct ruda_submission *sub, struct ruda_ref *ref)
+{
+	for (size_t i = sub->nrefs; i > 0 && i + 4 > sub->nrefs; i--)
+		if (sub->refs[i - 1] == ref)
+			return 0;
+	return ruda__submission_hold(sub, ref);
+}
+
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
-				const uint32_t count[3], const struct ruda_binding *bindings,
+				const struct ruda_launch_count *count,
+				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size)
 {
 	VkCommandBuffer cmd = record(s);
-	if (!cmd || ruda__submission_hold(s->recording, &p->ref) < 0)
+	if (!cmd || hold_once(s->recording, &p->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
-	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
-	for (uint32_t i = 0; i < nbindings; i++) {
-		if (ruda__submission_hold(s->recording, &bindings[i].buffer->ref) < 0)
+	for (uint32_t i = 0; i < nbindings; i++)
+		if (hold_once(s->recording, &bindings[i].buffer->ref) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
-		infos[i] = (VkDescriptorBufferInfo){
-			.buffer = bindings[i].buffer->vk,
-			.offset = bindings[i].offset,
-			.range = bindings[i].size,
-		};
-		writes[i] = (VkWriteDescriptorSet){
-			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-			.dstBinding = i,
-			.descriptorCount = 1,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.pBufferInfo = &infos[i],
-		};
-	}
-	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
-	if (nbindings)
-		s->device->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
-						   nbindings, writes);
-	if (push_size)
-		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
-	if (count[0] && count[1] && count[2])
-		vkCmdDispatch(cmd, count[0], count[1], count[2]);
+	if (count->buffer && hold_once(s->recording, &count->buffer->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	ruda__record_dispatch(s->device, cmd, &s->bound, p, count, bindings, nbindings, push,
+			      push_size);
+	return after_record(s);
+}
+
+ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondary,
+				 uint32_t commands, struct ruda_ref *hold)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, hold) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	vkCmdExecuteCommands(cmd, 1, &secondary);
+	s->bound.pipeline = NULL; /* the primary's state is undefined after it */
+	s->recording->commands += commands;
 	return after_record(s);
 }
 

@@ -16,6 +16,7 @@
 struct ruda_arena;
 struct ruda_buffer;
 struct ruda_device;
+struct ruda_graph;
 struct ruda_pipeline;
 struct ruda_ref;
 struct ruda_submission;
@@ -26,6 +27,18 @@ struct ruda_waiter;
 /* Submissions of one stream in flight before its client is made to wait:
  * bounds the GPU work (and memory) one client can queue. */
 #define RUDA_STREAM_MAX_INFLIGHT 2u
+
+/* What the last launch left bound in a command buffer: a launch with the
+ * same kernel and bindings records neither again. */
+#define RUDA_BIND_CACHE_BINDINGS 8u
+struct ruda_bind_cache {
+	struct ruda_pipeline *pipeline; /* NULL: nothing known */
+	uint32_t nbindings;
+	struct {
+		VkBuffer buffer;
+		uint64_t offset, size;
+	} bindings[RUDA_BIND_CACHE_BINDINGS];
+};
 
 struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
@@ -47,6 +60,9 @@ struct ruda_stream {
 	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
 	void *submitted_data;
 
+	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
+	struct ruda_bind_cache bound; /* in `recording` */
+
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
 };
@@ -54,6 +70,14 @@ struct ruda_stream {
 struct ruda_binding {
 	struct ruda_buffer *buffer;
 	uint64_t offset, size;
+};
+
+/* Where a launch's counts come from: `count` words, or (dynamic counts)
+ * three words at byte `offset` of `buffer` when it is set. */
+struct ruda_launch_count {
+	uint32_t count[3];
+	struct ruda_buffer *buffer;
+	uint64_t offset;
 };
 
 void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
@@ -73,7 +97,8 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
-				const uint32_t count[3], const struct ruda_binding *bindings,
+				const struct ruda_launch_count *count,
+				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
 
 /* Copy `n` regions from `src` to `dst` (daemon-owned buffers, e.g. host
@@ -83,6 +108,23 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pip
 ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
 				      const VkBufferCopy *regions, uint32_t n,
 				      struct ruda_ref *hold, struct ruda_ref *hold2);
+
+/* Record an inline-executed secondary command buffer of `commands` commands
+ * (a graph's replay), keeping `hold` alive until it has run. */
+ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondary,
+				 uint32_t commands, struct ruda_ref *hold);
+
+/* Record into `cmd` the barrier that orders each command of a stream after
+ * the ones before it. */
+void ruda__record_barrier(VkCommandBuffer cmd);
+/* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
+ * unless `cache` says they are already, push constants set; dynamic counts
+ * clamped first, see indirect.h); the caller keeps what it uses alive. */
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
+			   const struct ruda_launch_count *count,
+			   const struct ruda_binding *bindings, uint32_t nbindings,
+			   const void *push, uint32_t push_size);
 
 /* Record the first (end = 0) or second (end = 1) timestamp of a profile's
  * query pair, after everything recorded before it. */

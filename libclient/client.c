@@ -20,6 +20,8 @@
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
 #include "client_private.h"
+#include "client_internal.h"
+#include "launch_wire.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -48,6 +50,7 @@ struct ruda_client {
 	struct ruda_frame_reader in; /* only the thread that is the reader */
 	int reader_active;
 	int broken; /* the connection is gone */
+	ruda_status gone; /* why, when rudad said so in a notice (0: it did not) */
 	struct waiting *waiting;
 	uint64_t next_request, next_handle, next_kernel, next_window;
 	uint32_t stream; /* where requests go; guarded by lock */
@@ -71,18 +74,47 @@ static void set_error(ruda_client *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What calls on a broken connection return: the reason rudad gave (a
+ * lost device), else RUDA_ERROR_DISCONNECTED. */
+static ruda_status gone_status(const ruda_client *c)
+{
+	return c->gone ? c->gone : RUDA_ERROR_DISCONNECTED;
+}
+
+static void deliver(ruda_client *c, struct ruda_frame *frame);
+
+/* A send failed: rudad may have said why before it closed the connection
+ * (a notice waiting unread). Read what is there without blocking. Lock
+ * held. */
+static void read_pending_notice(ruda_client *c)
+{
+	if (c->reader_active)
+		return;
+	while (!c->gone && ruda__frame_reader_recv(&c->in, c->fd, MSG_DONTWAIT) > 0) {
+		struct ruda_frame frame;
+		int r = 0;
+		while (!c->gone && (r = ruda__frame_reader_next(&c->in, &frame)) > 0)
+			deliver(c, &frame);
+		if (r < 0)
+			break;
+	}
+}
+
 /* ---- sending ------------------------------------------------------------ */
 
 /* Send everything queued. Lock held. */
 static ruda_status send_queued(ruda_client *c)
 {
 	if (c->broken)
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	int err = ruda__frame_writer_flush(&c->out, c->fd, 0);
 	if (err < 0) {
+		read_pending_notice(c);
 		c->broken = 1;
-		set_error(c, "sending to rudad failed: %s", strerror(-err));
-		return RUDA_ERROR_DISCONNECTED;
+		if (!c->gone)
+			set_error(c, "sending to rudad failed: %s", strerror(-err));
+		pthread_cond_broadcast(&c->cond);
+		return gone_status(c);
 	}
 	return RUDA_OK;
 }
@@ -91,7 +123,7 @@ static ruda_status send_queued(ruda_client *c)
 static ruda_status queue(ruda_client *c, Ruda__Request *req)
 {
 	if (c->broken)
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	req->id = c->next_request++;
 	req->stream = c->stream;
 	size_t size = ruda__request__get_packed_size(req);
@@ -117,6 +149,18 @@ static void deliver(ruda_client *c, struct ruda_frame *frame)
 {
 	Ruda__Reply *reply = ruda__reply__unpack(NULL, frame->length, frame->payload);
 	struct waiting *w = NULL;
+	if (reply && reply->id == 0 && reply->status != RUDA__STATUS__OK) {
+		/* a notice: rudad closes the connection for this reason (its
+		 * device was lost); every call reports it from now on */
+		c->gone = (ruda_status)reply->status;
+		set_error(c, "%s", reply->message && *reply->message ? reply->message
+								     : ruda_strerror(c->gone));
+		c->broken = 1;
+		ruda__reply__free_unpacked(reply, NULL);
+		for (uint16_t i = 0; i < frame->nfds; i++)
+			close(frame->fds[i]);
+		return;
+	}
 	if (reply)
 		for (w = c->waiting; w && w->id != reply->id; w = w->next)
 			;
@@ -150,9 +194,10 @@ static void read_replies(ruda_client *c)
 	c->reader_active = 0;
 	if (n <= 0) {
 		c->broken = 1;
-		set_error(c, n == 0 ? "rudad closed the connection"
-				    : "receiving from rudad failed: %s",
-			  strerror((int)-n));
+		if (!c->gone)
+			set_error(c, n == 0 ? "rudad closed the connection"
+					    : "receiving from rudad failed: %s",
+				  strerror((int)-n));
 	} else {
 		struct ruda_frame frame;
 		int r;
@@ -210,7 +255,7 @@ static ruda_status call_finish(ruda_client *c, struct waiting *w, Ruda__Reply **
 	if (!w->reply) {
 		if (w->fd >= 0)
 			close(w->fd);
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	}
 	ruda_status st = (ruda_status)w->reply->status;
 	if (st != RUDA_OK)
@@ -855,50 +900,73 @@ ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
 
 #define MAX_BINDINGS 64u
 
+/* Queue a launch, encoded by hand (launch_wire.c): the one request sent at
+ * high rates. Lock held. */
+static ruda_status queue_launch(ruda_client *c, struct ruda_launch_wire *w)
+{
+	if (c->broken)
+		return RUDA_ERROR_DISCONNECTED;
+	w->id = c->next_request++;
+	w->stream = c->stream;
+	size_t size = ruda__launch_wire_size(w);
+	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
+			       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
+			       : NULL;
+	if (!dst) {
+		set_error(c, "request of %zu bytes is over the frame limit", size);
+		return size > RUDA_FRAME_MAX_PAYLOAD ? RUDA_ERROR_INVALID_ARGUMENT
+						     : RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	ruda__launch_wire_encode(w, dst);
+	ruda__frame_writer_commit(&c->out, (uint32_t)size);
+	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
+		return send_queued(c);
+	return RUDA_OK;
+}
+
 static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
-			  const ruda_handle *bindings, size_t nbindings, const void *push,
-			  size_t push_size, int unchecked)
+			  const ruda_handle *dynamic, const ruda_handle *bindings, size_t nbindings,
+			  const void *push, size_t push_size, int unchecked)
 {
 	if (!c || (nbindings && !bindings) || nbindings > MAX_BINDINGS || (push_size && !push) ||
 	    push_size > 256)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	Ruda__Binding b[MAX_BINDINGS];
-	Ruda__Binding *bp[MAX_BINDINGS];
-	for (size_t i = 0; i < nbindings; i++) {
-		ruda__binding__init(&b[i]);
-		b[i].handle = bindings[i].id;
-		b[i].offset = bindings[i].offset;
-		b[i].size = bindings[i].size;
-		bp[i] = &b[i];
-	}
-	Ruda__Launch l = RUDA__LAUNCH__INIT;
-	l.kernel = kernel;
-	l.count_x = count.x;
-	l.count_y = count.y;
-	l.count_z = count.z;
-	l.n_bindings = nbindings;
-	l.bindings = bp;
-	l.push_constants.data = (uint8_t *)push;
-	l.push_constants.len = push_size;
-	l.unchecked = unchecked;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.body_case = RUDA__REQUEST__BODY_LAUNCH;
-	req.launch = &l;
-	return post(c, &req, 0);
+	struct ruda_launch_wire w = {
+		.kernel = kernel,
+		.count = {count.x, count.y, count.z},
+		.bindings = bindings,
+		.nbindings = nbindings,
+		.push = push,
+		.push_size = push_size,
+		.unchecked = unchecked,
+		.dynamic = dynamic,
+	};
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = queue_launch(c, &w);
+	pthread_mutex_unlock(&c->lock);
+	return st;
 }
 
 ruda_status ruda_client_launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
 			       const ruda_handle *bindings, size_t nbindings, const void *push,
 			       size_t push_size)
 {
-	return launch(c, kernel, count, bindings, nbindings, push, push_size, 0);
+	return launch(c, kernel, count, NULL, bindings, nbindings, push, push_size, 0);
 }
 
 ruda_status ruda_client_launch_unchecked(ruda_client *c, ruda_kernel kernel, ruda_count count,
 					 const ruda_handle *bindings, size_t nbindings,
 					 const void *push, size_t push_size)
 {
-	return launch(c, kernel, count, bindings, nbindings, push, push_size, 1);
+	return launch(c, kernel, count, NULL, bindings, nbindings, push, push_size, 1);
+}
+
+ruda_status ruda_client_launch_dynamic(ruda_client *c, ruda_kernel kernel, ruda_handle counts,
+				       const ruda_handle *bindings, size_t nbindings,
+				       const void *push, size_t push_size)
+{
+	return launch(c, kernel, (ruda_count){0, 0, 0}, &counts, bindings, nbindings, push,
+		      push_size, 0);
 }
 
 /* ---- execution ---------------------------------------------------------- */
@@ -1162,9 +1230,9 @@ int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
 	return a && b && a == b; /* one client is one session: its stream is shared */
 }
 
-/* ---- for libruda's other files ----------------------------------------------- */
+/* ---- for the library's other files --------------------------------------- */
 
-ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
+ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
 {
 	return call(c, req, out);
 }
@@ -1200,4 +1268,9 @@ ruda_device_properties *ruda__client_props(ruda_client *c)
 const struct ruda_client_devices *ruda__client_devices(const ruda_client *c)
 {
 	return &c->devices;
+}
+
+ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req)
+{
+	return call(c, req, NULL);
 }

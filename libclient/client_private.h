@@ -7,6 +7,7 @@
 
 #include <ruda/ruda.h>
 
+#include "client_internal.h"
 #include "ruda.pb-c.h"
 
 /* The daemon's devices, as the handshake listed them (devices.c). */
@@ -18,9 +19,7 @@ struct ruda_client_devices {
 
 /* A round trip: send `req` (with what is queued) and wait for its reply;
  * *out (optional) receives it, owned by the caller. */
-ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **out);
-/* Queue a request that needs no answer; send at once when `now`. */
-ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now);
+ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Reply **out);
 /* A new buffer id of this client. */
 uint64_t ruda__client_new_handle(ruda_client *c);
 void ruda__client_set_error(ruda_client *c, const char *fmt, ...)

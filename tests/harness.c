@@ -383,3 +383,41 @@ int raw_closed_by_peer(int fd, int timeout_ms)
 	}
 	return 0;
 }
+
+ruda_status test_inject_device_loss(const struct test_daemon *d, uint32_t device,
+				      uint32_t *sessions)
+{
+	int fd = raw_connect(d);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
+	Ruda__AdminInjectDeviceLoss inject = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
+	inject.device = device;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS;
+	admin.inject_device_loss = &inject;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = &admin;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	Ruda__Reply *reply = raw_recv_reply(fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_uint_eq(reply->id, 2);
+	ruda_status st = (ruda_status)reply->status;
+	if (st == RUDA_OK) {
+		ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+		ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_INJECT_DEVICE_LOSS);
+		if (sessions)
+			*sessions = reply->admin->inject_device_loss->sessions;
+		Ruda__Reply *notice = raw_recv_reply(fd, 30000, NULL);
+		ck_assert_ptr_nonnull(notice);
+		ck_assert_uint_eq(notice->id, 0);
+		ck_assert_int_eq(notice->status, RUDA__STATUS__ERROR_DEVICE_LOST);
+		ck_assert_ptr_nonnull(strstr(notice->message, "was lost"));
+		ruda__reply__free_unpacked(notice, NULL);
+		ck_assert(raw_closed_by_peer(fd, 30000));
+	}
+	ruda__reply__free_unpacked(reply, NULL);
+	close(fd);
+	return st;
+}

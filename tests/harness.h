@@ -78,4 +78,12 @@ ruda_status raw_hello(int fd, uint64_t id);
 /* Whether the daemon has closed this connection (EOF within timeout_ms). */
 int raw_closed_by_peer(int fd, int timeout_ms);
 
+/* Admin inject_device_loss for `device` over a raw connection (rudad
+ * started with RUDA_TEST_FAULTS=1 and the caller an administrator);
+ * returns the reply's status. When accepted, the same connection then
+ * gets the device-lost notice and is closed (asserted here): it is on
+ * device 0 too. *sessions (optional): the sessions the loss closes. */
+ruda_status test_inject_device_loss(const struct test_daemon *d, uint32_t device,
+				    uint32_t *sessions);
+
 #endif

@@ -125,6 +125,8 @@ struct bench_launch_plan {
 	int round_trips;  /* (a): launch + sync, one at a time */
 	int launches;     /* (b): launches then one sync */
 	int batches;      /* (b): repetitions */
+	int graph_launches; /* (c): launches captured in one graph */
+	int graph_replays;  /* (c): replays of it, then one sync */
 };
 
 struct bench_launch_result {
@@ -132,6 +134,7 @@ struct bench_launch_result {
 	double rt_cpu_us; /* CPU time per round trip, every process involved */
 	double launches_per_s;
 	double launch_cpu_us; /* CPU time per launch in (b), likewise */
+	double graph_us;      /* (c): wall time per launch of the replayed graph, median */
 };
 
 /* Limits the in-process device imposes (largest buffer). */

@@ -424,6 +424,63 @@ static void many(struct inproc *p, const struct fill_pipeline *f, struct ruda_bu
 	wait_value(p, last);
 }
 
+/* (c): one command buffer of `graph_launches` dispatches, recorded once
+ * and submitted `graph_replays` times, then one wait. Returns the median
+ * wall time per dispatch, us. */
+static double graph_replays(struct inproc *p, const struct fill_pipeline *f,
+			    struct ruda_buffer *out, struct ruda_arena *host,
+			    const struct bench_launch_plan *plan)
+{
+	VkCommandBufferAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+		.commandPool = p->pool,
+		.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+		.commandBufferCount = 1,
+	};
+	VkCommandBuffer cmd;
+	VK(vkAllocateCommandBuffers(p->dev->vk, &alloc, &cmd));
+	/* resubmitted while earlier submissions of it may still be pending */
+	VkCommandBufferBeginInfo info = {
+		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+	};
+	VK(vkBeginCommandBuffer(cmd, &info));
+	for (int i = 0; i < plan->graph_launches; i++)
+		record_fill(p, cmd, f, out, (uint32_t)i + 1);
+	VK(vkEndCommandBuffer(cmd));
+	double *t = calloc((size_t)plan->batches, sizeof(*t));
+	BENCH_CHECK(t, "out of memory");
+	for (int r = -1; r < plan->batches; r++) { /* r = -1: warm-up */
+		double t0 = bench_now();
+		for (int i = 0; i < plan->graph_replays; i++) {
+			uint64_t value = ++p->value;
+			VkTimelineSemaphoreSubmitInfo timeline = {
+				.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+				.signalSemaphoreValueCount = 1,
+				.pSignalSemaphoreValues = &value,
+			};
+			VkSubmitInfo submit_info = {
+				.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+				.pNext = &timeline,
+				.commandBufferCount = 1,
+				.pCommandBuffers = &cmd,
+				.signalSemaphoreCount = 1,
+				.pSignalSemaphores = &p->timeline,
+			};
+			VK(vkQueueSubmit(p->dev->queue, 1, &submit_info, VK_NULL_HANDLE));
+		}
+		wait_value(p, p->value);
+		double dt = bench_now() - t0;
+		if (r >= 0)
+			t[r] = dt / ((double)plan->graph_launches * plan->graph_replays) * 1e6;
+		check_fill(p, out, host, (uint32_t)plan->graph_launches, "in-process graph");
+	}
+	double us = bench_median(t, (size_t)plan->batches);
+	free(t);
+	vkFreeCommandBuffers(p->dev->vk, p->pool, 1, &cmd);
+	return us;
+}
+
 void bench_inproc_launches(const struct bench_launch_plan *plan, struct bench_launch_result *out)
 {
 	struct inproc p;
@@ -465,6 +522,8 @@ void bench_inproc_launches(const struct bench_launch_plan *plan, struct bench_la
 	out->launches_per_s = bench_median(rate, (size_t)plan->batches);
 	out->launch_cpu_us = cpu / ((double)plan->launches * plan->batches) * 1e6;
 	free(rate);
+
+	out->graph_us = graph_replays(&p, &f, buf, host, plan);
 
 	ruda_ref_put(&host->ref);
 	ruda__buffer_put(buf);

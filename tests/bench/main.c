@@ -169,6 +169,8 @@ static void launches(const struct bench_daemon *d)
 		.round_trips = bench_opt.quick ? 200 : 2000,
 		.launches = bench_opt.quick ? 10000 : 100000,
 		.batches = bench_opt.quick ? 1 : 3,
+		.graph_launches = 100,
+		.graph_replays = bench_opt.quick ? 100 : 1000,
 	};
 	printf("\nlaunch: in-process...\n");
 	fflush(stdout);
@@ -192,6 +194,14 @@ static void launches(const struct bench_daemon *d)
 		     BENCH_LOWER, NULL);
 	bench_result("launch", "(b) CPU time per launch", "us", rudad.launch_cpu_us,
 		     base.launch_cpu_us, BENCH_LOWER, "client + rudad vs the one process");
+	snprintf(name, sizeof(name), "(c) graph %d launches x %d: per launch",
+		 plan.graph_launches, plan.graph_replays);
+	bench_result("launch", name, "us", rudad.graph_us, base.graph_us, BENCH_LOWER,
+		     "in-process: one command buffer resubmitted");
+	snprintf(name, sizeof(name), "(c) graph %d launches x %d replays", plan.graph_launches,
+		 plan.graph_replays);
+	bench_result("launch", name, "launches/s", 1e6 / rudad.graph_us, 1e6 / base.graph_us,
+		     BENCH_HIGHER, "x in-process launches/s");
 	bench_print_group("launch");
 }
 

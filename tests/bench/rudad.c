@@ -198,5 +198,30 @@ void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launc
 	out->launches_per_s = bench_median(rate, (size_t)plan->batches);
 	out->launch_cpu_us = cpu / ((double)plan->launches * plan->batches) * 1e6;
 	free(rate);
+
+	/* (c) a graph of tiny launches, replayed, then one sync */
+	ok(c, ruda_client_graph_prepare(c), "graph_prepare");
+	ok(c, ruda_client_graph_start_capture(c), "graph_start_capture");
+	for (int i = 0; i < plan->graph_launches; i++)
+		launch(c, k, h, (uint32_t)i + 1);
+	ruda_graph *graph;
+	ok(c, ruda_client_graph_stop_capture(c, &graph), "graph_stop_capture");
+	double *t_graph = calloc((size_t)plan->batches, sizeof(*t_graph));
+	BENCH_CHECK(t_graph, "out of memory");
+	for (int r = -1; r < plan->batches; r++) { /* r = -1: warm-up */
+		launch(c, k, h, 0); /* a replay must overwrite it */
+		ok(c, ruda_client_sync(c), "sync");
+		double t0 = bench_now();
+		for (int i = 0; i < plan->graph_replays; i++)
+			ok(c, ruda_graph_replay(graph), "graph_replay");
+		ok(c, ruda_client_sync(c), "sync");
+		double dt = bench_now() - t0;
+		if (r >= 0)
+			t_graph[r] = dt / ((double)plan->graph_launches * plan->graph_replays) * 1e6;
+		check_fill(c, h, (uint32_t)plan->graph_launches, "rudad graph");
+	}
+	out->graph_us = bench_median(t_graph, (size_t)plan->batches);
+	free(t_graph);
+	ruda_graph_release(graph);
 	ruda_client_close(c);
 }

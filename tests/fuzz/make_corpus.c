@@ -9,6 +9,8 @@
  * alone and in the sequences that make them do real work, and a few
  * refused ones. OUT_DIR/frame/<name>: the same streams behind fuzz_frame's
  * split byte (each in two split modes), with a Hello in front.
+ * OUT_DIR/admin/<name>: single ruda.Admin messages (fuzz_admin's input):
+ * every command, with edge values, none, an unknown and a truncated body.
  *
  * Built and run by hand (the corpora are committed):
  *   cc -std=c11 -Ibuild/gen tests/fuzz/make_corpus.c build/gen/ruda.pb-c.c \
@@ -164,6 +166,26 @@ static void launch(uint64_t kernel, uint32_t groups, uint64_t handle, uint64_t o
 	REQ(launch, LAUNCH, &l);
 }
 
+/* A launch of kernel 1 over buffer 1 with counts at `offset` of `counts`. */
+static void launch_dynamic(uint64_t counts, uint64_t offset)
+{
+	Ruda__Launch l = RUDA__LAUNCH__INIT;
+	l.kernel = 1;
+	Ruda__Binding b = RUDA__BINDING__INIT;
+	b.handle = 1;
+	Ruda__Binding *bs[1] = {&b};
+	l.bindings = bs;
+	l.n_bindings = 1;
+	Ruda__DynamicCount dc = RUDA__DYNAMIC_COUNT__INIT;
+	dc.handle = counts;
+	dc.offset = offset;
+	l.dynamic_count = &dc;
+	uint32_t push[2] = {3, 64};
+	l.push_constants.data = (uint8_t *)push;
+	l.push_constants.len = sizeof(push);
+	REQ(launch, LAUNCH, &l);
+}
+
 static void handles_req(Ruda__Request__BodyCase c, const uint64_t *handles, size_t n)
 {
 	Ruda__Request r = RUDA__REQUEST__INIT;
@@ -256,6 +278,7 @@ static void admin(Ruda__Admin__BodyCase c)
 	Ruda__AdminCleanup cu = RUDA__ADMIN_CLEANUP__INIT;
 	Ruda__AdminDrain dr = RUDA__ADMIN_DRAIN__INIT;
 	Ruda__AdminShutdown sh = RUDA__ADMIN_SHUTDOWN__INIT;
+	Ruda__AdminInjectDeviceLoss il = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
 	a.body_case = c;
 	switch (c) {
 	case RUDA__ADMIN__BODY_STATUS: a.status = &st; break;
@@ -267,9 +290,75 @@ static void admin(Ruda__Admin__BodyCase c)
 	case RUDA__ADMIN__BODY_CLEANUP: a.cleanup = &cu; break;
 	case RUDA__ADMIN__BODY_DRAIN: a.drain = &dr; break;
 	case RUDA__ADMIN__BODY_SHUTDOWN: a.shutdown = &sh; break;
+	case RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS: a.inject_device_loss = &il; break;
 	default: break;
 	}
 	REQ(admin, ADMIN, &a);
+}
+
+static void save_file(const char *target, const char *name, const uint8_t *data, size_t len);
+
+/* admin/<name>: one ruda.Admin message, fuzz_admin's input */
+static void save_admin(const char *name, const Ruda__Admin *a)
+{
+	uint8_t buf[RUDA_FRAME_MAX_PAYLOAD];
+	size_t n = ruda__admin__pack(a, buf);
+	save_file("admin", name, buf, n);
+}
+
+static void admin_corpus(void)
+{
+	Ruda__Admin a = RUDA__ADMIN__INIT;
+	save_admin("none", &a);
+	Ruda__AdminStatus st = RUDA__ADMIN_STATUS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_STATUS; a.status = &st; save_admin("status", &a);
+	Ruda__AdminDevices dv = RUDA__ADMIN_DEVICES__INIT;
+	a.body_case = RUDA__ADMIN__BODY_DEVICES; a.devices = &dv; save_admin("devices", &a);
+	Ruda__AdminClients cl = RUDA__ADMIN_CLIENTS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CLIENTS; a.clients = &cl; save_admin("clients", &a);
+	cl.after = UINT64_MAX; save_admin("clients_after_max", &a);
+	Ruda__AdminMemory me = RUDA__ADMIN_MEMORY__INIT;
+	a.body_case = RUDA__ADMIN__BODY_MEMORY; a.memory = &me; save_admin("memory", &a);
+	Ruda__AdminCache ca = RUDA__ADMIN_CACHE__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CACHE; a.cache = &ca; save_admin("cache", &a);
+	ca.max_pipelines = UINT32_MAX; save_admin("cache_max", &a);
+	Ruda__AdminKill ki = RUDA__ADMIN_KILL__INIT;
+	a.body_case = RUDA__ADMIN__BODY_KILL; a.kill = &ki; save_admin("kill_none", &a);
+	ki.client = 1; save_admin("kill_1", &a);
+	ki.client = UINT64_MAX; save_admin("kill_max", &a);
+	Ruda__AdminCleanup cu = RUDA__ADMIN_CLEANUP__INIT;
+	a.body_case = RUDA__ADMIN__BODY_CLEANUP; a.cleanup = &cu; save_admin("cleanup", &a);
+	Ruda__AdminDrain dr = RUDA__ADMIN_DRAIN__INIT;
+	a.body_case = RUDA__ADMIN__BODY_DRAIN; a.drain = &dr; save_admin("drain", &a);
+	Ruda__AdminShutdown sh = RUDA__ADMIN_SHUTDOWN__INIT;
+	a.body_case = RUDA__ADMIN__BODY_SHUTDOWN; a.shutdown = &sh; save_admin("shutdown", &a);
+	Ruda__AdminInjectDeviceLoss il = RUDA__ADMIN_INJECT_DEVICE_LOSS__INIT;
+	a.body_case = RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS; a.inject_device_loss = &il;
+	save_admin("inject_device_loss", &a);
+	il.device = 7; save_admin("inject_device_loss_7", &a);
+	/* a body field of a newer rudactl (99), and one cut short */
+	static const uint8_t newer[] = {0x9a, 0x06, 0x00};
+	save_file("admin", "unknown_body", newer, sizeof(newer));
+	static const uint8_t cut[] = {0x1a, 0x05, 0x08};
+	save_file("admin", "truncated", cut, sizeof(cut));
+/* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
+static void graph(int what, uint64_t id)
+{
+	Ruda__GraphPrepare p = RUDA__GRAPH_PREPARE__INIT;
+	Ruda__GraphStartCapture b = RUDA__GRAPH_START_CAPTURE__INIT;
+	Ruda__GraphStopCapture e = RUDA__GRAPH_STOP_CAPTURE__INIT;
+	Ruda__GraphAbortCapture a = RUDA__GRAPH_ABORT_CAPTURE__INIT;
+	Ruda__GraphReplay r = RUDA__GRAPH_REPLAY__INIT;
+	Ruda__GraphRelease x = RUDA__GRAPH_RELEASE__INIT;
+	e.graph = r.graph = x.graph = id;
+	switch (what) {
+	case 0: REQ(graph_prepare, GRAPH_PREPARE, &p); break;
+	case 1: REQ(graph_start_capture, GRAPH_START_CAPTURE, &b); break;
+	case 2: REQ(graph_stop_capture, GRAPH_STOP_CAPTURE, &e); break;
+	case 3: REQ(graph_abort_capture, GRAPH_ABORT_CAPTURE, &a); break;
+	case 4: REQ(graph_replay, GRAPH_REPLAY, &r); break;
+	default: REQ(graph_release, GRAPH_RELEASE, &x); break;
+	}
 }
 
 static void utilization(void)
@@ -429,6 +518,18 @@ int main(int argc, char **argv)
 	save("to_client");
 	begin(); empty(1, 4096); empty(2, 4096); all_reduce(1, 2, 4096, 0, 4); all_reduce(1, 2, 6, 3, 9);
 	save("all_reduce");
+	/* counts (2, 2, 2) written by fill: the arena's bytes are SPIR-V, whose
+	 * words as counts would run for as long as the submission limit */
+	begin(); empty(1, 4096); empty(2, 64); kernel_register(1, 0, 0); launch(1, 1, 2, 0, 0, 2, 3);
+	launch_dynamic(2, 0); launch_dynamic(2, 4); launch_dynamic(2, 2); launch_dynamic(2, 60);
+	launch_dynamic(9, 0); sync_(); save("launch_dynamic");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(0, 0); graph(1, 0);
+	launch(1, 1, 1, 0, 0, 7, 1024); launch(1, 1, 1, 0, 0, 8, 1024); graph(2, 1);
+	graph(4, 1); graph(4, 1); release(&one, 1); graph(4, 1); sync_(); graph(5, 1);
+	save("graph");
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); graph(1, 0); launch(1, 1, 1, 0, 0, 7, 1024);
+	read_(1, 0, DATA, 16); write_(1, 0, DATA, 16); sync_(); graph(3, 0); graph(2, 2);
+	graph(4, 9); graph(5, 9); sync_(); save("graph_refused");
 	for (int c = RUDA__ADMIN__BODY_STATUS; c <= RUDA__ADMIN__BODY_SHUTDOWN; c++) {
 		static const char *names[] = {"", "status", "devices", "clients", "memory",
 					      "cache", "kill", "cleanup", "drain", "shutdown"};
@@ -436,6 +537,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "admin_%s", names[c]);
 		begin(); admin((Ruda__Admin__BodyCase)c); save(name);
 	}
+	begin(); admin(RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS); save("admin_inject_device_loss");
+	admin_corpus();
 	/* refused */
 	begin(); hello(); save("second_hello");
 	begin(); write_(none, 0, DATA, 16); read_(none, 0, DATA, 16); sync_();

@@ -221,6 +221,19 @@ START_TEST(unchecked_needs_policy)
 		ck_assert_uint_eq(out[i], 5);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
+
+	/* force_checked_launches wins over the users named */
+	const char *forced[] = {"--set", "unchecked_launch_users=root", "--set",
+				"force_checked_launches=yes", NULL};
+	test_daemon_start(&d, forced);
+	c = test_connect(&d, "forced");
+	fill = test_register(c, "fill", 1, 8);
+	ruda_client_empty(c, 1024, &h);
+	ck_assert_int_eq(ruda_client_launch_unchecked(c, fill, (ruda_count){1, 1, 1}, &h, 1, push, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_PERMISSION);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
 }
 END_TEST
 

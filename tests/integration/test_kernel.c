@@ -113,6 +113,56 @@ START_TEST(launches_run_in_order)
 END_TEST
 
 /* Two clients registering one module compile it once. */
+/* Launches in one batch that switch kernels, buffers and slices of one
+ * buffer (rudad records a kernel and its bindings again only when they
+ * change): each still sees its own. */
+START_TEST(switching_kernels_and_bindings)
+{
+	enum { N = 256, ROUNDS = 20 };
+	static float x[N], y[2 * N], z[N], back[2 * N];
+	for (int i = 0; i < N; i++)
+		x[i] = (float)(i % 5);
+	ruda_handle hx, hy, hz;
+	ruda_client_create(client, x, sizeof(x), &hx);
+	ruda_client_create(client, y, sizeof(y), &hy);
+	ruda_client_create(client, z, sizeof(z), &hz);
+	ruda_kernel saxpy = test_register(client, "saxpy", 2, 8);
+	ruda_kernel add = test_register(client, "add_f32", 3, 4);
+	ruda_handle lo = {.id = hy.id, .offset = 0, .size = N * 4};
+	ruda_handle hi = {.id = hy.id, .offset = N * 4, .size = N * 4};
+	struct {
+		float alpha;
+		uint32_t n;
+	} push = {1.0f, N};
+	uint32_t n = N;
+	for (int r = 0; r < ROUNDS; r++) {
+		ruda_handle b1[] = {hx, lo}, b2[] = {hx, hi}, b3[] = {lo, hi, hz};
+		push.alpha = 1.0f;
+		ck_assert_int_eq(ruda_client_launch(client, saxpy, (ruda_count){1, 1, 1}, b1, 2,
+						    &push, sizeof(push)), RUDA_OK);
+		push.alpha = 2.0f;
+		ck_assert_int_eq(ruda_client_launch(client, saxpy, (ruda_count){1, 1, 1}, b2, 2,
+						    &push, sizeof(push)), RUDA_OK);
+		ck_assert_int_eq(ruda_client_launch(client, saxpy, (ruda_count){1, 1, 1}, b2, 2,
+						    &push, sizeof(push)), RUDA_OK);
+		ck_assert_int_eq(ruda_client_launch(client, add, (ruda_count){1, 1, 1}, b3, 3, &n,
+						    sizeof(n)), RUDA_OK);
+		for (int i = 0; i < N; i++) {
+			y[i] += x[i];
+			y[N + i] += 4 * x[i];
+			z[i] = y[i] + y[N + i];
+		}
+	}
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(client, hy, back), RUDA_OK);
+	for (int i = 0; i < 2 * N; i++)
+		ck_assert_float_eq(back[i], y[i]);
+	ck_assert_int_eq(ruda_client_read_one(client, hz, back), RUDA_OK);
+	for (int i = 0; i < N; i++)
+		ck_assert_float_eq(back[i], z[i]);
+}
+END_TEST
+
 START_TEST(compiled_once_for_all_clients)
 {
 	ruda_daemon_stats before, after;
@@ -180,6 +230,7 @@ int main(void)
 	tcase_add_test(tc, add_matches_cpu);
 	tcase_add_test(tc, fill_words);
 	tcase_add_test(tc, launches_run_in_order);
+	tcase_add_test(tc, switching_kernels_and_bindings);
 	tcase_add_test(tc, compiled_once_for_all_clients);
 	tcase_add_test(tc, failed_launch_marks_outputs);
 	suite_add_tcase(s, tc);

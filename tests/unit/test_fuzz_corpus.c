@@ -12,7 +12,7 @@
 #define RUDA_REPLAY_NO_MAIN
 #include "../fuzz/replay.c"
 
-/* both targets define the libFuzzer entry points: give them names */
+/* the targets define the libFuzzer entry points: give them names */
 #define LLVMFuzzerTestOneInput fuzz_frame_one
 #include "../fuzz/fuzz_frame.c"
 #undef LLVMFuzzerTestOneInput
@@ -20,6 +20,12 @@
 #define LLVMFuzzerTestOneInput fuzz_dispatch_one
 #define LLVMFuzzerInitialize fuzz_dispatch_init
 #include "../fuzz/fuzz_dispatch.c"
+#undef LLVMFuzzerTestOneInput
+#undef LLVMFuzzerInitialize
+
+#define LLVMFuzzerTestOneInput fuzz_admin_one
+#define LLVMFuzzerInitialize fuzz_admin_init
+#include "../fuzz/fuzz_admin.c"
 #undef LLVMFuzzerTestOneInput
 #undef LLVMFuzzerInitialize
 
@@ -46,6 +52,15 @@ START_TEST(dispatch_corpus)
 {
 	fuzz_dispatch_init(NULL, NULL);
 	run_corpus("dispatch", fuzz_dispatch_one, 25);
+	fd_teardown();
+}
+END_TEST
+
+START_TEST(admin_corpus)
+{
+	fuzz_admin_init(NULL, NULL);
+	run_corpus("admin", fuzz_admin_one, 10);
+	fd_teardown();
 }
 END_TEST
 
@@ -56,6 +71,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, frame_corpus);
 	tcase_add_test(tc, dispatch_corpus);
+	tcase_add_test(tc, admin_corpus);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -319,6 +319,18 @@ ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel
 					 size_t binding_count, const void *push,
 					 size_t push_size);
 
+/*
+ * Launch with dynamic counts (RudaCount::Dynamic): the workgroup counts are
+ * three uint32 words at byte counts.offset (a multiple of 4) of buffer
+ * counts.id, read by the device when the launch runs, after the work before
+ * it on the stream. Each count is clamped to the device's
+ * max_workgroup_count, so any value is safe. Bounds-checked as
+ * ruda_client_launch.
+ */
+ruda_status ruda_client_launch_dynamic(ruda_client *client, ruda_kernel kernel,
+				       ruda_handle counts, const ruda_handle *bindings,
+				       size_t binding_count, const void *push, size_t push_size);
+
 /* ---- execution -------------------------------------------------------- */
 
 /*
@@ -382,6 +394,40 @@ ruda_status ruda_client_exclusive_begin(ruda_client *client, uint32_t timeout_ms
 ruda_status ruda_client_exclusive_end(ruda_client *client);
 /* Run task(user) holding the device alone (ErasedClient::exclusive). */
 ruda_status ruda_client_exclusive(ruda_client *client, void (*task)(void *user), void *user);
+
+/* ---- graphs ------------------------------------------------------------ */
+
+/*
+ * A graph: launches captured on the client's stream and kept by rudad as a
+ * reusable command buffer; a replay enqueues all of them with one request,
+ * on the stream they were captured on. The buffers and kernels a graph uses
+ * stay alive while it lives (releasing their handles does not free them).
+ * While a stream captures, its launches are recorded, not run; reads,
+ * writes, syncs, sync_buffers and profiling on it are refused
+ * (RUDA_ERROR_INVALID_ARGUMENT; a write also fails the capture).
+ */
+typedef struct ruda_graph ruda_graph;
+
+/* Submit what the stream has queued, ready for a capture
+ * (ErasedClient::graph_prepare). */
+ruda_status ruda_client_graph_prepare(ruda_client *client);
+/* Start capturing the client's stream (ErasedClient::graph_start_capture);
+ * RUDA_ERROR_INVALID_ARGUMENT when it is capturing already. */
+ruda_status ruda_client_graph_start_capture(ruda_client *client);
+/* End the capture and make its graph (ErasedClient::graph_stop_capture): the
+ * first error a captured request met is returned instead (and no graph is
+ * made). The capture ends either way. */
+ruda_status ruda_client_graph_stop_capture(ruda_client *client, ruda_graph **out);
+/* End the capture, forgetting it (ErasedClient::graph_abort_capture). */
+ruda_status ruda_client_graph_abort_capture(ruda_client *client);
+/* Enqueue the graph's launches on its capture stream (Graph::replay). No
+ * wait: errors surface at the next sync of that stream. The caller keeps
+ * the buffers free of concurrent accesses. */
+ruda_status ruda_graph_replay(ruda_graph *graph);
+/* Forget the graph (Rust drops it); replays in flight complete. Release a
+ * client's graphs before closing the client (rudad drops them with the
+ * session anyway). */
+void ruda_graph_release(ruda_graph *graph);
 
 /* ---- throughput cache -------------------------------------------------- */
 

@@ -1,0 +1,42 @@
+/*
+ * Dynamic counts (indirect dispatch): a launch whose workgroup counts are
+ * three 32-bit words in a device buffer. The device never reads them
+ * directly: rudad's own clamp kernel first copies them, each clamped to the
+ * device's maxComputeWorkGroupCount, into a small indirect buffer the
+ * daemon owns, and the launch dispatches from that. One indirect buffer
+ * per device is enough: every command on the queue begins with a barrier
+ * that orders it after everything before it.
+ */
+#ifndef RUDA_INDIRECT_H
+#define RUDA_INDIRECT_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include <ruda/ruda.h>
+
+struct ruda_buffer;
+struct ruda_device;
+
+struct ruda_indirect {
+	VkShaderModule module;
+	VkDescriptorSetLayout set_layout;
+	VkPipelineLayout layout;
+	VkPipeline clamp;
+	struct ruda_buffer *counts; /* owned: where the clamped counts go */
+};
+
+/* The device's indirect machinery, made on first use; NULL when it cannot
+ * be made. */
+struct ruda_indirect *ruda__indirect_get(struct ruda_device *device);
+/* Release it (device teardown; nothing may be running). */
+void ruda__indirect_destroy(struct ruda_device *device, struct ruda_indirect *indirect);
+
+/* Record the clamp of the counts at byte `offset` of `src` (validated: a
+ * multiple of 4, 12 bytes inside it) and the barrier that makes them
+ * readable as a dispatch's indirect arguments. The dispatch itself is
+ * vkCmdDispatchIndirect(cmd, indirect->counts->vk, 0). */
+void ruda__indirect_record_clamp(struct ruda_device *device, struct ruda_indirect *indirect,
+				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset);
+
+#endif

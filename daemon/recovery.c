@@ -1,0 +1,133 @@
+#include "recovery.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ruda/ruda.h>
+
+#include "arena.h"
+#include "device.h"
+#include "log.h"
+#include "pipeline.h"
+#include "pipeline_cache.h"
+#include "session.h"
+
+int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index)
+{
+	struct ruda_device *d = ctx->devices[index];
+	const struct ruda_handle_table *t = &ctx->sessions;
+	size_t n = 0;
+	struct ruda_session **list = malloc((t->count ? t->count : 1) * sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	/* collected first: destroying a session changes the table */
+	for (size_t i = 0; i < t->cap; i++) {
+		struct ruda_session *s = t->slots[i].value;
+		if (s && s->device == d)
+			list[n++] = s;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ruda_session *s = list[i];
+		log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u was lost",
+			   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
+		/* id 0 answers no request: libruda takes it as the reason the
+		 * connection ends, and reports it from then on */
+		ruda__session_reply_status(s, 0, RUDA_ERROR_DEVICE_LOST,
+					   "device %u (%s) was lost: this connection's buffers and "
+					   "kernels are gone; connect again to use the re-created device",
+					   index, d->props.deviceName);
+		ruda__session_destroy(s);
+	}
+	free(list);
+	return (int)n;
+}
+
+int ruda__recovery_tick(struct ruda_session_context *ctx)
+{
+	int pending = 0;
+	if (!ctx->recreate_device)
+		return 0;
+	for (uint32_t i = 0; i < ctx->ndevices; i++) {
+		struct ruda_device *d = ctx->devices[i];
+		uint64_t bit = 1ull << (i % 64);
+		/* a timeout keeps the device failed: the work may still run */
+		if ((ctx->recreate_failed & bit) ||
+		    ruda__device_failure(d) != RUDA_ERROR_DEVICE_LOST)
+			continue;
+		/* fail what is in flight now, before its sessions go */
+		ruda__device_process_completions(d);
+		/* no session may be left on the old device: try again later */
+		int err = ruda__recovery_close_sessions(ctx, i) < 0
+				  ? -EAGAIN
+				  : ctx->recreate_device(ctx->hook_data, i);
+		if (err == -EAGAIN) {
+			pending++;
+		} else if (err < 0) {
+			log_error("device %u: cannot be re-created (%d); it stays lost until rudad "
+				  "restarts", i, err);
+			ctx->recreate_failed |= bit;
+		}
+	}
+	return pending;
+}
+
+static int physical_index(const struct ruda_vulkan *vk, const struct ruda_device *d)
+{
+	for (uint32_t i = 0; i < vk->nphysical; i++)
+		if (vk->physical[i] == d->physical)
+			return (int)i;
+	return -1;
+}
+
+int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
+			  const struct ruda_device_slot *slot)
+{
+	struct ruda_device *old = ctx->devices[index];
+	struct ruda_arena_pool *pool = &ctx->arena_pools[index];
+	/* compilations, a cache save or an arena import may still use the old
+	 * device in the thread pool; their completion wakes the loop again */
+	if (slot->pipelines->compiling || (slot->saver && slot->saver->saving) || pool->making)
+		return -EAGAIN;
+	int physical = physical_index(slot->vulkan, old);
+	if (physical < 0)
+		return -ENODEV;
+	/* the new device first: if it cannot be opened, the old one stays */
+	struct ruda_device *fresh;
+	int err = ruda__device_create(slot->vulkan, (uint32_t)physical, index, ctx->loop, &fresh);
+	if (err < 0)
+		return err;
+	uv_unref((uv_handle_t *)&fresh->async);
+	fresh->submission_timeout_ns = old->submission_timeout_ns;
+	fresh->on_progress = old->on_progress;
+	fresh->progress_data = old->progress_data;
+
+	/* the old one in the order of a shutdown: the cache is saved (it fails
+	 * quietly if the driver cannot read it any more), then pipelines,
+	 * spare arenas and the device with what failed work still holds */
+	if (slot->saver && slot->saver->dir) {
+		int64_t r = ruda__pipeline_cache_save(old, slot->saver->dir);
+		if (r < 0)
+			log_warn("pipeline cache: saving device %u's before re-creating it failed: %s",
+				 index, strerror((int)-r));
+	}
+	ruda__pipeline_registry_finish(slot->pipelines);
+	ruda__arena_pool_finish(pool);
+	old->on_progress = NULL;
+	ruda__device_destroy(old);
+
+	ctx->devices[index] = fresh;
+	*slot->device = fresh;
+	err = ruda__pipeline_registry_init(slot->pipelines, fresh, ctx->loop);
+	if (slot->cache_dir)
+		ruda__pipeline_cache_load(fresh, slot->cache_dir);
+	if (slot->saver && slot->saver->dir) {
+		/* its timer keeps running: only what it saves changes */
+		slot->saver->device = fresh;
+		slot->saver->saved_compiled = 0;
+	}
+	ruda__arena_pool_init(pool, ctx->loop, fresh, ctx->arena_size);
+	log_notice("device %u: re-created after a device loss (%s)", index,
+		   fresh->props.deviceName);
+	return err;
+}
