@@ -905,7 +905,7 @@ ruda_status ruda_client_kernel_release(ruda_client *c, ruda_kernel kernel)
 static ruda_status queue_launch(ruda_client *c, struct ruda_launch_wire *w)
 {
 	if (c->broken)
-		return RUDA_ERROR_DISCONNECTED;
+		return gone_status(c);
 	w->id = c->next_request++;
 	w->stream = c->stream;
 	size_t size = ruda__launch_wire_size(w);
