@@ -341,6 +341,8 @@ static void admin_corpus(void)
 	save_file("admin", "unknown_body", newer, sizeof(newer));
 	static const uint8_t cut[] = {0x1a, 0x05, 0x08};
 	save_file("admin", "truncated", cut, sizeof(cut));
+}
+
 /* what: 0 prepare, 1 start, 2 stop, 3 abort, 4 replay, 5 release */
 static void graph(int what, uint64_t id)
 {
