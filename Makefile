@@ -101,6 +101,14 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# The gather kernel, embedded in libruda for strided tensor reads.
+$(BUILD)/gen/gather_spv.h: $(BUILD)/shaders/gather.spv
+	@mkdir -p $(BUILD)/gen
+	{ echo 'static const uint32_t ruda_gather_spv[] = {'; \
+	  od -An -v -tx4 $< | sed 's/\([0-9a-f]\{8\}\)/0x\1u,/g'; echo '};'; } > $@
+
+$(BUILD)/obj/libclient/tensor.o: $(BUILD)/gen/gather_spv.h
+
 # ---- programs and libraries --------------------------------------------
 
 $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
@@ -232,7 +240,8 @@ $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
 		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
-bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/tests/shaders/spec_fill.spv \
+bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \
+		$(BUILD)/shaders/saxpy.spv $(BUILD)/tests/shaders/spec_fill.spv \
 		$(BENCH_DIR)/bench $(BENCH_HELPERS)
 
 bench: deps

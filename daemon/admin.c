@@ -393,7 +393,7 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 				 ? 0
 				 : rights.max_memory_per_client;
 	c->quota_uid_bytes =
-		rights.max_memory_per_uid == RUDA_UNLIMITED ? 0 : rights.max_memory_per_uid;
+		rights.max_memory_per_uid == RUDA_UNLIMITED ? 0 : rights.max_memory_per_uid;	c->priority = t->priority;
 }
 
 static void admin_clients(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)

@@ -74,6 +74,54 @@ static int arena_import(struct ruda_arena *a)
 	return 0;
 }
 
+/* A host-visible buffer the size of the arena, for devices without host
+ * import: one memcpy in rudad per transfer, then the same device copy. */
+static int arena_bounce(struct ruda_arena *a)
+{
+	struct ruda_device *d = a->device;
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = a->size,
+		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	if (vkCreateBuffer(d->vk, &info, NULL, &a->buffer) != VK_SUCCESS)
+		return -EIO;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(d->vk, a->buffer, &req);
+	int type = ruda__device_memory_type(d, req.memoryTypeBits,
+					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+					    0);
+	if (type < 0)
+		return -ENOTSUP;
+	VkMemoryAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.allocationSize = req.size,
+		.memoryTypeIndex = (uint32_t)type,
+	};
+	void *map;
+	if (vkAllocateMemory(d->vk, &alloc, NULL, &a->memory) != VK_SUCCESS)
+		return -ENOMEM;
+	if (vkBindBufferMemory(d->vk, a->buffer, a->memory, 0) != VK_SUCCESS ||
+	    vkMapMemory(d->vk, a->memory, 0, VK_WHOLE_SIZE, 0, &map) != VK_SUCCESS)
+		return -EIO;
+	a->bounce = map;
+	return 0;
+}
+
+void ruda__arena_bounce_in(struct ruda_arena *a, uint64_t offset, uint64_t size)
+{
+	if (a->bounce && size)
+		memcpy(a->bounce + offset, a->map + offset, size);
+}
+
+void ruda__arena_bounce_out(struct ruda_arena *a, uint64_t offset, uint64_t size)
+{
+	if (a->bounce && size)
+		memcpy(a->map + offset, a->bounce + offset, size);
+}
+
 int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena **out)
 {
 	uint64_t align = d->import_alignment > 4096 ? d->import_alignment : 4096;
@@ -98,7 +146,7 @@ int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena *
 			a->map = map;
 	}
 	if (!err)
-		err = arena_import(a);
+		err = d->import_alignment ? arena_import(a) : arena_bounce(a);
 	if (err) {
 		log_error("device %u: cannot create a %llu-byte arena: %d", d->index,
 			  (unsigned long long)size, err);
@@ -109,6 +157,31 @@ int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena *
 	h->magic = RUDA_ARENA_MAGIC;
 	h->version = RUDA_ARENA_VERSION;
 	atomic_store(&h->completed_request, 0);
+	*out = a;
+	return 0;
+}
+
+int ruda__arena_adopt(struct ruda_device *d, int fd, uint64_t size, struct ruda_arena **out)
+{
+	struct ruda_arena *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->device = d;
+	a->size = size;
+	a->fd = -1; /* the mapping keeps the memory; the fd is the caller's */
+	ruda_ref_init(&a->ref, arena_destroy);
+	int err = 0;
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		err = -errno;
+	else
+		a->map = map;
+	if (!err)
+		err = arena_import(a);
+	if (err) {
+		ruda_ref_put(&a->ref);
+		return err;
+	}
 	*out = a;
 	return 0;
 }

@@ -24,7 +24,17 @@ struct ruda_arena {
 	uint64_t size;
 	VkDeviceMemory memory;
 	VkBuffer buffer; /* the whole arena, as a transfer source and target */
+	/* Without host import: `buffer` is a host-visible bounce buffer of the
+	 * arena's size, mapped here, that rudad copies the arena's bytes into
+	 * (uploads) and out of (downloads) at the same offsets. NULL: `buffer`
+	 * is the arena itself, imported. */
+	uint8_t *bounce;
 };
+
+/* Uploads: copy arena bytes into the bounce buffer (no-op when imported). */
+void ruda__arena_bounce_in(struct ruda_arena *arena, uint64_t offset, uint64_t size);
+/* Downloads, once the device is done: bounce buffer bytes into the arena. */
+void ruda__arena_bounce_out(struct ruda_arena *arena, uint64_t offset, uint64_t size);
 
 int ruda__arena_create(struct ruda_device *device, uint64_t size, struct ruda_arena **out);
 
@@ -32,6 +42,14 @@ static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *ar
 {
 	return (struct ruda_arena_header *)arena->map;
 }
+
+/*
+ * A client's shared memory as an arena-like region (staging): map `size`
+ * bytes of `fd` (not kept) and import them. `size` must be a multiple of the
+ * import granularity and within the file. 0 or a negative errno.
+ */
+int ruda__arena_adopt(struct ruda_device *device, int fd, uint64_t size,
+		      struct ruda_arena **out);
 
 /* Whether [offset, offset + size) lies in the arena's data space. */
 int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);

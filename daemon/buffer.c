@@ -18,6 +18,13 @@ static void buffer_destroy(struct ruda_ref *ref)
 
 ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct ruda_buffer **out)
 {
+	return ruda__buffer_create_mode(d, size, RUDA_ALLOCATION_AUTO, out);
+}
+
+ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int mode,
+				     struct ruda_buffer **out)
+{
+	int exportable = mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
 	if (size > d->max_allocation_size)
 		return RUDA_ERROR_TOO_LARGE;
 	struct ruda_buffer *b = calloc(1, sizeof(*b));
@@ -27,8 +34,13 @@ ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct rud
 	b->size = size;
 	/* Vulkan has no empty buffers; round up to a word so fills work */
 	uint64_t vk_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
 	VkBufferCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = exportable ? &external : NULL,
 		.size = vk_size,
 		.usage = RUDA_BUFFER_USAGE,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
@@ -39,7 +51,9 @@ ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct rud
 	}
 	VkMemoryRequirements req;
 	vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
-	ruda_status st = ruda__memory_alloc(&d->allocator, req.size, req.alignment, &b->memory);
+	ruda_status st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
+						 (ruda_allocation_mode)mode, exportable,
+						 &b->memory);
 	if (st == RUDA_OK &&
 	    vkBindBufferMemory(d->vk, b->vk, b->memory.memory, b->memory.offset) != VK_SUCCESS) {
 		ruda__memory_free(&d->allocator, &b->memory);

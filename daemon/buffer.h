@@ -31,6 +31,10 @@ struct ruda_buffer {
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */
 ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
 				struct ruda_buffer **out);
+/* The same in allocation mode `mode` (memory.h); dedicated buffers are
+ * exportable where the device has VK_KHR_external_memory_fd. */
+ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
+				     struct ruda_buffer **out);
 
 static inline void ruda__buffer_put(struct ruda_buffer *buffer)
 {

@@ -107,6 +107,14 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 					       .reload = true},
 	[RUDA_CONFIG_MAX_MEMORY_PER_UID] = {.name = "max_memory_per_uid", .type = T_MEMORY,
 					    .offset = F(max_memory_per_uid), .reload = true},
+	[RUDA_CONFIG_MAX_PRIORITY] = {.name = "max_priority", .type = T_COUNT,
+				      .offset = F(max_priority), .min = 1, .max = 7,
+				      .reload = true},
+	[RUDA_CONFIG_HIGH_PRIORITY_USERS] = {.name = "high_priority_users", .type = T_USERS,
+					     .offset = F(high_priority_users), .reload = true},
+	[RUDA_CONFIG_HIGH_PRIORITY_GROUPS] = {.name = "high_priority_groups", .type = T_GROUPS,
+					      .offset = F(high_priority_groups),
+					      .reload = true},
 };
 #undef F
 
@@ -150,6 +158,7 @@ void ruda__config_init(struct ruda_config *c)
 	c->socket_mode = 0660;
 	c->socket_gid = (gid_t)-1;
 	c->arena_size = 16ull << 20;
+	c->max_priority = 4; /* RUDA_PRIORITY_NORMAL */
 	c->max_clients = 1024;
 	c->max_requests_in_flight = 1024;
 	c->submission_timeout_ms = 0;

@@ -43,6 +43,9 @@ enum ruda_config_key {
 	RUDA_CONFIG_FORCE_CHECKED_LAUNCHES,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
+	RUDA_CONFIG_MAX_PRIORITY,
+	RUDA_CONFIG_HIGH_PRIORITY_USERS,
+	RUDA_CONFIG_HIGH_PRIORITY_GROUPS,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -91,6 +94,12 @@ struct ruda_config {
 	uint64_t max_memory_per_uid;
 	struct ruda_config_quota *quotas; /* owned */
 	size_t nquotas;
+
+	/* scheduling priority (1..7) a client may ask for; high_priority_*
+	 * may ask for up to 7 */
+	uint32_t max_priority;
+	struct ruda_id_list high_priority_users;
+	struct ruda_id_list high_priority_groups;
 };
 
 /* Receives each error: `path` NULL and `line` 0 for the command line. */

@@ -535,10 +535,16 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	vkEnumerateDeviceExtensionProperties(d->physical, NULL, &nexts, exts);
 	bool push_descriptor = has_extension(exts, nexts, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 	bool host_import = has_extension(exts, nexts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+	/* optional: buffers exported as fds (get_resource) */
+	bool memory_fd = has_extension(exts, nexts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 	free(exts);
-	if (!push_descriptor || !host_import || d->props.apiVersion < VK_API_VERSION_1_2) {
-		log_error("device %s: needs Vulkan 1.2, VK_KHR_push_descriptor and "
-			  "VK_EXT_external_memory_host",
+	/* without host import, transfers go through a bounce buffer in rudad
+	 * (arena.c); RUDA_NO_HOST_IMPORT=1 forces that path, for its tests */
+	const char *no_import = getenv("RUDA_NO_HOST_IMPORT");
+	if (no_import && *no_import && strcmp(no_import, "0") != 0)
+		host_import = false;
+	if (!push_descriptor || d->props.apiVersion < VK_API_VERSION_1_2) {
+		log_error("device %s: needs Vulkan 1.2 and VK_KHR_push_descriptor",
 			  d->props.deviceName);
 		free(d);
 		return -ENOTSUP;
@@ -567,7 +573,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	d->max_push_descriptors = push_props.maxPushDescriptors;
 	d->subgroup_size = subgroup.subgroupSize;
 	d->max_allocation_size = maint3.maxMemoryAllocationSize;
-	d->import_alignment = host_props.minImportedHostPointerAlignment;
+	d->import_alignment = host_import ? host_props.minImportedHostPointerAlignment : 0;
 
 	VkPhysicalDeviceVulkan12Features f12 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
@@ -660,16 +666,18 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		.queueCount = 1,
 		.pQueuePriorities = &priority,
 	};
-	const char *enabled[] = {
-		VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME,
-		VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME,
-	};
+	const char *enabled[3] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+	uint32_t nenabled = 1;
+	if (host_import)
+		enabled[nenabled++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+	if (memory_fd)
+		enabled[nenabled++] = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
 	VkDeviceCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 		.pNext = &enable,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &queue,
-		.enabledExtensionCount = 2,
+		.enabledExtensionCount = nenabled,
 		.ppEnabledExtensionNames = enabled,
 	};
 	VkResult r = vkCreateDevice(d->physical, &info, NULL, &d->vk);
@@ -683,6 +691,20 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		d->vk, "vkCmdPushDescriptorSetKHR");
 	d->get_memory_host_pointer_properties = (PFN_vkGetMemoryHostPointerPropertiesEXT)
 		vkGetDeviceProcAddr(d->vk, "vkGetMemoryHostPointerPropertiesEXT");
+	if (memory_fd)
+		d->get_memory_fd =
+			(PFN_vkGetMemoryFdKHR)vkGetDeviceProcAddr(d->vk, "vkGetMemoryFdKHR");
+	{
+		VkPhysicalDeviceIDProperties id = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+		};
+		VkPhysicalDeviceProperties2 id_query = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+			.pNext = &id,
+		};
+		vkGetPhysicalDeviceProperties2(d->physical, &id_query);
+		memcpy(d->device_uuid, id.deviceUUID, VK_UUID_SIZE);
+	}
 
 	VkCommandPoolCreateInfo pool = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,

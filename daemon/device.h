@@ -66,6 +66,8 @@ struct ruda_device {
 	struct ruda_spirv_features spirv_features; /* what kernels may use */
 	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
 	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
+	PFN_vkGetMemoryFdKHR get_memory_fd; /* NULL: no VK_KHR_external_memory_fd */
+	uint8_t device_uuid[VK_UUID_SIZE];  /* for importers of exported memory */
 
 	VkCommandPool command_pool; /* loop thread only */
 	VkPipelineCache pipeline_cache;
@@ -113,6 +115,11 @@ struct ruda_device {
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
 	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
+	/* priority scheduling (session.c): until when (uv_now() ms) a client
+	 * of each priority counts as active, and each priority's submissions
+	 * in flight */
+	uint64_t priority_active_until[8];
+	uint32_t priority_inflight[8];
 	/* called on the loop after completions were processed */
 	void (*on_progress)(void *data);
 	void *progress_data;

@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "ruda.pb-c.h"
 #include "session.h"
+#include "staging.h"
 #include "stream.h"
 
 #ifndef RUDA_VERSION
@@ -123,6 +124,8 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	const char *why = "";
 	switch (w->kind) {
 	case WAIT_READ:
+		if (w->nhandles == 2) /* {arena offset, size} */
+			ruda__arena_bounce_out(s->arena, w->handles[0], w->handles[1]);
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_SYNC: {
@@ -265,6 +268,17 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 					   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
 		return;
 	}
+	if (h->priority > RUDA_PRIORITY_HIGHEST) {
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "priority %u is out of range: %u (lowest) to %u "
+					   "(highest), or 0 for the default",
+					   h->priority, RUDA_PRIORITY_LOWEST, RUDA_PRIORITY_HIGHEST);
+		return;
+	}
+	/* without a policy, as the default policy: up to normal */
+	struct ruda_rights no_policy = {.max_priority = RUDA_PRIORITY_NORMAL};
+	s->priority = ruda__policy_priority(&no_policy, h->priority);
 	if (ctx->policy) {
 		struct ruda_rights rights;
 		char described[160];
@@ -285,6 +299,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
 				       ? 0 : rights.max_memory_per_uid;
 		s->unchecked_allowed = rights.unchecked_launch;
+		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
 	char no_device[128];
 	int device_index = ruda__device_info_resolve(ctx, h, no_device, sizeof(no_device));
@@ -309,8 +324,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
 	ruda__session_adopt_stream(s, &s->stream);
 	s->state = RUDA_SESSION_READY;
-	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u",
-		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index);
+	log_info("session %llu (uid %u, pid %d, \"%s\"): connected to device %u, priority %u",
+		 (unsigned long long)s->id, s->uid, s->pid, s->name, s->device->index, s->priority);
 
 	Ruda__DeviceInfo infos[ctx->ndevices ? ctx->ndevices : 1];
 	Ruda__DeviceInfo *ptrs[ctx->ndevices ? ctx->ndevices : 1];
@@ -341,6 +356,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	hr.max_frame_size = RUDA_FRAME_MAX_PAYLOAD;
 	hr.max_fds_per_frame = RUDA_FRAME_MAX_FDS;
 	hr.max_buffer_size = s->device->max_allocation_size;
+	hr.priority = s->priority;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_HELLO;
@@ -390,7 +406,7 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 		return RUDA_ERROR_BUSY;
 	}
 	*out = NULL;
-	ruda_status st = ruda__buffer_create(s->device, size, out);
+	ruda_status st = ruda__buffer_create_mode(s->device, size, s->allocation_mode, out);
 	if (st == RUDA_OK) {
 		st = ruda__session_charge(s, (*out)->allocated, size);
 		if (st != RUDA_OK) {
@@ -435,11 +451,41 @@ static void handle_empty(struct ruda_session *s, const Ruda__Request *req)
 		ruda__stream_fail(st, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
-/* Common checks of Write and Read: the buffer, its range and the arena's. */
-static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t offset,
-				   uint64_t arena_offset, uint64_t size,
-				   struct ruda_buffer **out, char *why, size_t why_len)
+/* The bytes of a Write or Read naming staging region `region`: it exists and
+ * holds them. */
+static ruda_status staging_target(struct ruda_session *s, uint64_t region, uint64_t offset,
+				  uint64_t size, struct ruda_arena **out, char *why, size_t why_len)
 {
+	struct ruda_arena *r = ruda__staging_get(s, region);
+	if (!r) {
+		snprintf(why, why_len, "no staging region %llu in this session",
+			 (unsigned long long)region);
+		return RUDA_ERROR_INVALID_HANDLE;
+	}
+	if (!range_ok(offset, size, r->size)) {
+		snprintf(why, why_len, "staging bytes %llu..%llu lie outside region %llu's %llu",
+			 (unsigned long long)offset, (unsigned long long)(offset + size),
+			 (unsigned long long)region, (unsigned long long)r->size);
+		return RUDA_ERROR_OUT_OF_RANGE;
+	}
+	*out = r;
+	return RUDA_OK;
+}
+
+/* Common checks of Write and Read: the buffer, its range and the arena's
+ * (or the staging region's, *region set, when `region_id` is nonzero). */
+static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t offset,
+				   uint64_t region_id, uint64_t arena_offset, uint64_t size,
+				   struct ruda_buffer **out, struct ruda_arena **region,
+				   char *why, size_t why_len)
+{
+	*region = NULL;
+	if (region_id) {
+		ruda_status rs = staging_target(s, region_id, arena_offset, size, region, why,
+						why_len);
+		if (rs != RUDA_OK)
+			return rs;
+	}
 	const char *reason;
 	ruda_status st = buffer_status(s, id, &reason);
 	if (st != RUDA_OK) {
@@ -453,7 +499,7 @@ static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t
 			 (unsigned long long)(offset + size), (unsigned long long)b->size);
 		return RUDA_ERROR_OUT_OF_RANGE;
 	}
-	if (!ruda__arena_contains(s->arena, arena_offset, size)) {
+	if (!region_id && !ruda__arena_contains(s->arena, arena_offset, size)) {
 		snprintf(why, why_len,
 			 "arena bytes %llu..%llu lie outside the data space %u..%llu",
 			 (unsigned long long)arena_offset, (unsigned long long)(arena_offset + size),
@@ -469,9 +515,13 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 	const Ruda__Write *w = req->write;
 	char why[256];
 	struct ruda_buffer *b;
-	ruda_status st = transfer_target(s, w->handle, w->offset, w->arena_offset, w->size, &b,
-					 why, sizeof(why));
-	if (st == RUDA_OK)
+	struct ruda_arena *region;
+	ruda_status st = transfer_target(s, w->handle, w->offset, w->region, w->arena_offset,
+					 w->size, &b, &region, why, sizeof(why));
+	if (st == RUDA_OK && region)
+		st = ruda__stream_copy_region(s->current, region, w->arena_offset, b, w->offset,
+					      w->size, 1);
+	else if (st == RUDA_OK)
 		st = ruda__stream_write(s->current, b, w->offset, w->arena_offset, w->size);
 	if (st == RUDA_OK)
 		ruda__stream_note_write(s->current, req->id);
@@ -491,16 +541,22 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	const Ruda__Read *r = req->read;
 	char why[256] = "out of memory";
 	struct ruda_buffer *b;
-	ruda_status st = transfer_target(s, r->handle, r->offset, r->arena_offset, r->size, &b,
-					 why, sizeof(why));
-	if (st == RUDA_OK)
+	struct ruda_arena *region;
+	ruda_status st = transfer_target(s, r->handle, r->offset, r->region, r->arena_offset,
+					 r->size, &b, &region, why, sizeof(why));
+	if (st == RUDA_OK && region)
+		st = ruda__stream_copy_region(s->current, region, r->arena_offset, b, r->offset,
+					      r->size, 0);
+	else if (st == RUDA_OK)
 		st = ruda__stream_read(s->current, b, r->offset, r->arena_offset, r->size);
 	if (st != RUDA_OK) {
 		ruda__session_reply_status(s, req->id, st, "%s", why);
 		return;
 	}
 	s->usage.bytes_downloaded += r->size;
-	wait_then_reply(s, req->id, WAIT_READ, NULL, 0);
+	/* where the bytes land, for a bounce-buffer arena to copy out then */
+	uint64_t span[2] = {r->arena_offset, r->size};
+	wait_then_reply(s, req->id, WAIT_READ, span, region ? 0 : 2);
 }
 
 static void release_buffer(struct ruda_session *s, uint64_t id)
@@ -1157,6 +1213,94 @@ static void scratch_free(void *data, void *pointer)
 	(void)pointer; /* everything goes at once when the frame is done */
 }
 
+/* ---- staging regions ------------------------------------------------------ */
+
+/* The fd that came with the request being handled (StagingAttach), or -1;
+ * whoever takes it closes it. */
+static int request_fd = -1;
+
+static void handle_staging_attach(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__StagingAttach *a = req->staging_attach;
+	char why[256] = "";
+	ruda_status st = RUDA_ERROR_INVALID_ARGUMENT;
+	if (request_fd < 0)
+		snprintf(why, sizeof(why), "StagingAttach without its memfd");
+	else
+		st = ruda__staging_attach(s, a->region, a->size, request_fd, why, sizeof(why));
+	ruda__session_reply_status(s, req->id, st, "%s", st == RUDA_OK ? "" : why);
+}
+
+static void handle_staging_detach(struct ruda_session *s, const Ruda__Request *req)
+{
+	ruda__staging_detach(s, req->staging_detach->region);
+}
+
+/* ---- allocation modes and exported memory -------------------------------- */
+
+static void handle_allocation_mode(struct ruda_session *s, const Ruda__Request *req)
+{
+	int mode = req->allocation_mode->mode;
+	if (mode < RUDA_ALLOCATION_AUTO || mode > RUDA_ALLOCATION_DEDICATED) {
+		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_ARGUMENT,
+				  "allocation mode %d (request %llu) is none of auto, persistent, "
+				  "dedicated", mode, (unsigned long long)req->id);
+		return;
+	}
+	s->allocation_mode = mode;
+}
+
+static void handle_export_resource(struct ruda_session *s, const Ruda__Request *req)
+{
+	uint64_t id = req->export_resource->handle;
+	const char *reason;
+	ruda_status st = buffer_status(s, id, &reason);
+	if (st != RUDA_OK) {
+		ruda__session_reply_status(s, req->id, st, "buffer %llu: %s",
+					   (unsigned long long)id, reason);
+		return;
+	}
+	struct ruda_buffer *b = buffer_entry(s, id)->buffer;
+	struct ruda_device *d = s->device;
+	if (!d->get_memory_fd) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
+					   "device %u cannot export memory "
+					   "(no VK_KHR_external_memory_fd)", d->index);
+		return;
+	}
+	if (!ruda__memory_exportable(&b->memory)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "buffer %llu lives in pooled memory shared with other "
+					   "buffers; allocate it in dedicated mode to export it",
+					   (unsigned long long)id);
+		return;
+	}
+	VkMemoryGetFdInfoKHR info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+		.memory = b->memory.memory,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	int fd = -1;
+	if (d->get_memory_fd(d->vk, &info, &fd) != VK_SUCCESS || fd < 0) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INTERNAL,
+					   "vkGetMemoryFdKHR failed for buffer %llu",
+					   (unsigned long long)id);
+		return;
+	}
+	Ruda__ResourceReply rr = RUDA__RESOURCE_REPLY__INIT;
+	rr.memory_size = b->memory.page ? b->memory.size : 0;
+	rr.offset = b->memory.offset;
+	rr.size = b->size;
+	rr.memory_type_index = d->allocator.type;
+	rr.device_uuid.data = d->device_uuid;
+	rr.device_uuid.len = VK_UUID_SIZE;
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.id = req->id;
+	reply.body_case = RUDA__REPLY__BODY_RESOURCE;
+	reply.resource = &rr;
+	ruda__session_reply_fd(s, &reply, fd);
+}
+
 /* ---- graph capture -------------------------------------------------------- */
 
 /*
@@ -1235,6 +1379,10 @@ static const struct {
 	[RUDA__REQUEST__BODY_COLLECTIVE_INIT] = {ruda__handle_collective_init, "CollectiveInit", 1},
 	[RUDA__REQUEST__BODY_ALL_REDUCE] = {ruda__handle_all_reduce, "AllReduce", 0},
 	[RUDA__REQUEST__BODY_COLLECTIVE_SYNC] = {ruda__handle_collective_sync, "CollectiveSync", 1},
+	[RUDA__REQUEST__BODY_STAGING_ATTACH] = {handle_staging_attach, "StagingAttach", 1},
+	[RUDA__REQUEST__BODY_STAGING_DETACH] = {handle_staging_detach, "StagingDetach", 0},
+	[RUDA__REQUEST__BODY_ALLOCATION_MODE] = {handle_allocation_mode, "AllocationMode", 0},
+	[RUDA__REQUEST__BODY_EXPORT_RESOURCE] = {handle_export_resource, "ExportResource", 1},
 	[RUDA__REQUEST__BODY_GRAPH_PREPARE] = {ruda__graph_handle_prepare, "GraphPrepare", 1},
 	[RUDA__REQUEST__BODY_GRAPH_START_CAPTURE] = {ruda__graph_handle_start, "GraphStartCapture", 1},
 	[RUDA__REQUEST__BODY_GRAPH_STOP_CAPTURE] = {ruda__graph_handle_stop, "GraphStopCapture", 1},
@@ -1244,14 +1392,40 @@ static const struct {
 	[RUDA__REQUEST__BODY_GRAPH_RELEASE] = {ruda__graph_handle_release, "GraphRelease", 0},
 };
 
+static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame);
+
+/* Whether the frame is a request that takes an fd (StagingAttach); such
+ * frames are rare, so decoding one twice costs nothing that matters. */
+static int takes_fd(const struct ruda_frame *frame)
+{
+	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
+	int yes = req && req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH;
+	if (req)
+		ruda__request__free_unpacked(req, NULL);
+	return yes;
+}
+
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 {
-	if (frame->nfds) {
+	/* only StagingAttach takes an fd: peek at the body before decoding */
+	int attach = frame->nfds == 1 && request_fd < 0 && takes_fd(frame);
+	if (frame->nfds && !attach) {
 		for (uint16_t i = 0; i < frame->nfds; i++)
 			close(frame->fds[i]);
 		ruda__session_violation(s, "file descriptors with a request that takes none");
 		return;
 	}
+	if (attach)
+		request_fd = frame->fds[0];
+	dispatch_decoded(s, frame);
+	if (attach) {
+		close(request_fd);
+		request_fd = -1;
+	}
+}
+
+static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
+{
 	/* one scratch area serves every session in turn; a request decoded
 	 * while another is being handled (a lease's end resumes other
 	 * sessions) gets the heap */

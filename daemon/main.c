@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -356,6 +357,24 @@ static int list_devices(void)
 	return 0;
 }
 
+/* Each client holds two descriptors (its socket and its arena): raise the
+ * soft limit (1024 by default) towards max_clients' needs, up to the hard
+ * limit. */
+static void raise_fd_limit(uint32_t max_clients)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t want = (rlim_t)max_clients * 2 + 64;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		log_warn("open files limited to %llu: fewer than max_clients = %u clients fit",
+			 (unsigned long long)rl.rlim_cur, max_clients);
+}
+
 int main(int argc, char **argv)
 {
 	enum {
@@ -491,6 +510,7 @@ int main(int argc, char **argv)
 	};
 	ruda__policy_init(&d.policy, &d.config);
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit(d.config.max_clients);
 
 	/* the thread pool compiles kernels and reduces all-reduce data: a
 	 * thread per core (libuv's default is 4) unless the environment says */

@@ -19,6 +19,8 @@ struct ruda_memory_page {
 	uint64_t size;
 	uint64_t used;
 	int dedicated;
+	int persistent; /* shared page for persistent-mode buffers */
+	int exportable; /* dedicated, allocated for export */
 	struct free_range *free;
 };
 
@@ -39,6 +41,7 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	if (type < 0)
 		return -ENODEV;
 	m->type = (uint32_t)type;
+	m->heap_size = d->memory.memoryHeaps[d->memory.memoryTypes[type].heapIndex].size;
 	/* a binding can start at any allocation: respect both alignments */
 	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
 	m->alignment = req->alignment > align ? req->alignment : align;
@@ -81,7 +84,8 @@ void ruda__memory_finish(struct ruda_memory *m)
 	}
 }
 
-static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated)
+static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
+					 int exportable)
 {
 	struct ruda_memory_page *p = calloc(1, sizeof(*p));
 	struct free_range *r = dedicated ? NULL : malloc(sizeof(*r));
@@ -90,8 +94,22 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		free(r);
 		return NULL;
 	}
+	/* drivers that allocate lazily (CPU devices) would accept more than the
+	 * heap holds and fail later, page by page: refuse it now */
+	if (m->heap_size && size > m->heap_size - (m->stats.reserved < m->heap_size
+							    ? m->stats.reserved
+							    : m->heap_size)) {
+		free(p);
+		free(r);
+		return NULL;
+	}
+	VkExportMemoryAllocateInfo export = {
+		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
 	VkMemoryAllocateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = exportable ? &export : NULL,
 		.allocationSize = size,
 		.memoryTypeIndex = m->type,
 	};
@@ -102,6 +120,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	}
 	p->size = size;
 	p->dedicated = dedicated;
+	p->exportable = exportable;
 	if (r) {
 		*r = (struct free_range){.offset = 0, .size = size};
 		p->free = r;
@@ -182,25 +201,40 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
 			       struct ruda_allocation *out)
 {
+	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, 0, out);
+}
+
+int ruda__memory_exportable(const struct ruda_allocation *a)
+{
+	return a->page && a->page->exportable;
+}
+
+ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+				    ruda_allocation_mode mode, int exportable,
+				    struct ruda_allocation *out)
+{
+	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
 	if (size > m->device->max_allocation_size)
 		return RUDA_ERROR_TOO_LARGE;
 	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
 	uint64_t reserved = align_up(size ? size : 1, m->alignment);
 	struct ruda_memory_page *p;
 	uint64_t offset = 0;
-	if (reserved > m->max_shared) {
-		p = page_new(m, reserved, 1);
+	if (reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED) {
+		p = page_new(m, reserved, 1, exportable && mode == RUDA_ALLOCATION_DEDICATED);
 		if (!p)
 			return RUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		for (p = m->pages; p; p = p->next)
-			if (!p->dedicated && p->size - p->used >= reserved &&
+			if (!p->dedicated && p->persistent == persistent &&
+			    p->size - p->used >= reserved &&
 			    page_take(p, reserved, align, &offset) == 0)
 				break;
 		if (!p) {
-			p = page_new(m, m->page_size, 0);
+			p = page_new(m, m->page_size, 0, 0);
 			if (!p || page_take(p, reserved, align, &offset) < 0)
 				return RUDA_ERROR_OUT_OF_MEMORY;
+			p->persistent = persistent;
 		}
 		if (p->used == 0)
 			m->stats.empty_pages--;

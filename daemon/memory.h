@@ -37,6 +37,7 @@ struct ruda_memory {
 	uint64_t page_size;         /* of shared pages */
 	uint64_t max_shared;        /* larger allocations get their own page */
 	uint32_t keep_empty;        /* empty shared pages kept for reuse */
+	uint64_t heap_size;         /* of the pages' heap: never reserve more */
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
 };
@@ -47,6 +48,14 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
 		      const VkMemoryRequirements *requirements);
 /* Frees every page; all allocations must be gone. */
 void ruda__memory_finish(struct ruda_memory *m);
+
+/* As ruda__memory_alloc in `mode` (<ruda/ruda.h>; docs/memory.md); `exportable` (dedicated only) allocates
+ * memory that VK_KHR_external_memory_fd can export. */
+ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+				    ruda_allocation_mode mode, int exportable,
+				    struct ruda_allocation *out);
+/* Whether the allocation's memory is its own and exportable. */
+int ruda__memory_exportable(const struct ruda_allocation *a);
 
 /* RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. */
 ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,

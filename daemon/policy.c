@@ -60,6 +60,13 @@ void ruda__policy_check(const struct ruda_policy *policy, uid_t uid, gid_t gid,
 				(in_list(&c->unchecked_launch_users, uid) ||
 				 any_member(&c->unchecked_launch_groups, gid, groups, ngroups));
 
+	/* a priority list lifts the cap to the top; root is not special: a
+	 * latency-critical service is named, not implied */
+	out->max_priority = in_list(&c->high_priority_users, uid) ||
+					    any_member(&c->high_priority_groups, gid, groups, ngroups)
+				    ? 7
+				    : c->max_priority;
+
 	/* quotas, each limit on its own: a [user] section, else the most
 	 * generous of the client's [group] sections, else the global key */
 	out->max_memory_per_client = c->max_memory_per_client;
@@ -136,6 +143,12 @@ void ruda__policy_check_peer(const struct ruda_policy *policy, int fd, uid_t uid
 	gid_t groups[RUDA_POLICY_MAX_GROUPS];
 	int n = ruda__policy_peer_groups(fd, uid, gid, groups, RUDA_POLICY_MAX_GROUPS);
 	ruda__policy_check(policy, uid, gid, groups, n > 0 ? (size_t)n : 0, out);
+}
+
+uint32_t ruda__policy_priority(const struct ruda_rights *rights, uint32_t requested)
+{
+	uint32_t want = requested ? requested : 4; /* RUDA_PRIORITY_NORMAL */
+	return want < rights->max_priority ? want : rights->max_priority;
 }
 
 const char *ruda__rights_describe(const struct ruda_rights *r, char *buf, size_t len)

@@ -29,6 +29,7 @@ struct ruda_rights {
 	bool unchecked_launch; /* may launch kernels without bounds checking */
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;    /* all sessions of the uid together */
+	uint32_t max_priority;          /* scheduling priority it may ask for, 1..7 */
 	char why[160];                  /* when !may_connect: the reason */
 };
 
@@ -47,6 +48,10 @@ int ruda__policy_peer_groups(int fd, uid_t uid, gid_t gid, gid_t *groups, size_t
 /* Both of the above for a connected client. */
 void ruda__policy_check_peer(const struct ruda_policy *policy, int fd, uid_t uid, gid_t gid,
 			     struct ruda_rights *out);
+
+/* The priority a client asking for `requested` (0: the default) gets:
+ * what it asked, or the default, capped by `rights`. */
+uint32_t ruda__policy_priority(const struct ruda_rights *rights, uint32_t requested);
 
 /* "admin no, views no, unchecked launches no, memory 2G per client,
  * unlimited per uid" for the log. */

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "ruda.pb-c.h"
+#include "staging.h"
 
 static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
@@ -24,6 +25,8 @@ static void process_frames(struct ruda_session *s);
 static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
+static void arm_priority_timer(struct ruda_session_context *ctx);
+static void note_active(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -58,6 +61,7 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
 	ruda__handle_table_init(&s->streams);
+	ruda__handle_table_init(&s->staging);
 	ruda__handle_table_init(&s->graphs);
 	ruda__frame_writer_init(&s->out);
 	int err = ruda__frame_reader_init(&s->in);
@@ -149,6 +153,7 @@ void ruda__session_destroy(struct ruda_session *s)
 	}
 	ruda__handle_table_finish(&s->buffers);
 	ruda__handle_table_finish(&s->kernels);
+	ruda__staging_release_all(s);
 	if (s->arena)
 		ruda_ref_put(&s->arena->ref);
 	ruda__frame_reader_finish(&s->in);
@@ -167,13 +172,22 @@ void ruda__session_context_tick(struct ruda_session_context *ctx)
 	ruda__stream_submit_dirty(&ctx->dirty);
 }
 
+/* Take `s`, which `*link` points to, off the throttled list. */
+static void throttled_unlink(struct ruda_session_context *ctx, struct ruda_session **link,
+			     struct ruda_session *s)
+{
+	*link = s->throttled_next;
+	if (ctx->throttled_tail == &s->throttled_next)
+		ctx->throttled_tail = link;
+}
+
 static void unthrottle(struct ruda_session *s)
 {
 	struct ruda_session **link = &s->ctx->throttled;
 	while (*link && *link != s)
 		link = &(*link)->throttled_next;
 	if (*link)
-		*link = s->throttled_next;
+		throttled_unlink(s->ctx, link, s);
 	s->throttled = 0;
 }
 
@@ -186,13 +200,18 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 			link = &s->throttled_next;
 			continue;
 		}
-		*link = s->throttled_next;
+		throttled_unlink(ctx, link, s);
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)
 			continue;
 		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
 		process_frames(s); /* those already received come first */
 	}
+	for (struct ruda_session *s = ctx->throttled; s; s = s->throttled_next)
+		if (s->held) {
+			arm_priority_timer(ctx);
+			break;
+		}
 }
 
 /* ---- streams and arena progress ------------------------------------------ */
@@ -269,12 +288,15 @@ struct submission_waiter {
 	struct ruda_waiter base;
 	struct ruda_session_context *ctx;
 	uint64_t session;
+	struct ruda_device *device;
+	uint32_t priority;
 };
 
 static void submission_done(struct ruda_waiter *base, int status)
 {
 	struct submission_waiter *w = (struct submission_waiter *)base;
 	(void)status;
+	w->device->priority_inflight[w->priority]--;
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s) {
 		s->usage.gpu_time_ns += base->gpu_ns;
@@ -319,7 +341,11 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->base.done = submission_done;
 	w->ctx = s->ctx;
 	w->session = s->id;
+	w->device = s->device;
+	w->priority = s->priority & 7;
+	w->device->priority_inflight[w->priority]++;
 	ruda__submission_add_waiter(sub, &w->base);
+	note_active(s);
 }
 
 void ruda__session_adopt_stream(struct ruda_session *s, struct ruda_stream *st)
@@ -555,6 +581,11 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 		uv_close((uv_handle_t *)ctx->exclusive_timer, free_after_close_timer);
 		ctx->exclusive_timer = NULL;
 	}
+	if (ctx->priority_timer) {
+		uv_timer_stop(ctx->priority_timer);
+		uv_close((uv_handle_t *)ctx->priority_timer, free_after_close_timer);
+		ctx->priority_timer = NULL;
+	}
 }
 
 void ruda__session_violation(struct ruda_session *s, const char *fmt, ...)
@@ -656,12 +687,96 @@ static void any_saturated(struct ruda_stream *st, void *data)
 	*(int *)data |= ruda__stream_saturated(st);
 }
 
+/* ---- priorities ------------------------------------------------------------ */
+
+/* A client of higher priority than `s` has been active on its device
+ * within RUDA_PRIORITY_HOLD_MS. */
+static int outranked(const struct ruda_session *s)
+{
+	if (!s->device)
+		return 0;
+	uint64_t now = uv_now(s->ctx->loop);
+	for (uint32_t q = s->priority + 1; q < 8; q++)
+		if (s->device->priority_active_until[q] > now)
+			return 1;
+	return 0;
+}
+
+/* Submissions in flight on the device of priorities below `p`. */
+static uint32_t inflight_below(const struct ruda_device *d, uint32_t p)
+{
+	uint32_t n = 0;
+	for (uint32_t q = 0; q < p && q < 8; q++)
+		n += d->priority_inflight[q];
+	return n;
+}
+
+static void set_batch(struct ruda_stream *st, void *data)
+{
+	st->batch = *(uint32_t *)data;
+}
+
+/* Whether `s` is held back now; a held session submits one command at a
+ * time, and only while nothing of its rank or below is running, so that
+ * a higher-priority client waits for one command at most. */
+static int update_held(struct ruda_session *s)
+{
+	int held = outranked(s);
+	if (held != s->held) {
+		uint32_t batch = held ? 1 : 0;
+		s->held = held;
+		if (s->arena)
+			ruda__session_each_stream(s, set_batch, &batch);
+	}
+	return held;
+}
+
+static void any_inflight(struct ruda_stream *st, void *data)
+{
+	uint64_t last = st->last_value;
+	if (last > atomic_load(&st->device->completed))
+		*(int *)data = 1;
+}
+
 /* One of the session's streams has as much in flight as it may. */
 static int saturated(struct ruda_session *s)
 {
-	int full = 0;
+	int held = s->device ? update_held(s) : 0, full = 0;
 	ruda__session_each_stream(s, any_saturated, &full);
+	if (full || !held || atomic_load(&s->device->lost))
+		return full;
+	/* held: the device's lower work (its own included) must drain */
+	if (inflight_below(s->device, s->priority + 1))
+		return 1;
+	ruda__session_each_stream(s, any_inflight, &full);
 	return full;
+}
+
+static void on_priority_timer(uv_timer_t *timer)
+{
+	ruda__session_context_resume(timer->data);
+}
+
+/* Held sessions wait for device progress; when nothing is in flight, a
+ * timer looks again once the higher priority may have gone quiet. */
+static void arm_priority_timer(struct ruda_session_context *ctx)
+{
+	if (!ctx->priority_timer && (ctx->priority_timer = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(ctx->loop, ctx->priority_timer);
+		ctx->priority_timer->data = ctx;
+	}
+	if (ctx->priority_timer && !uv_is_active((uv_handle_t *)ctx->priority_timer))
+		uv_timer_start(ctx->priority_timer, on_priority_timer, RUDA_PRIORITY_HOLD_MS / 2,
+			       0);
+}
+
+/* `s` submitted work: it is active at its priority (queries, stats and
+ * admin requests do not count). */
+static void note_active(struct ruda_session *s)
+{
+	if (s->device && s->priority < 8)
+		s->device->priority_active_until[s->priority] =
+			uv_now(s->ctx->loop) + RUDA_PRIORITY_HOLD_MS;
 }
 
 /* Another session holds the device alone. */
@@ -672,9 +787,17 @@ static int locked_out(const struct ruda_session *s)
 
 static void throttle(struct ruda_session *s)
 {
+	/* at the tail: sessions are resumed in the order they were stopped,
+	 * so none is always last */
+	struct ruda_session_context *ctx = s->ctx;
+	if (!ctx->throttled_tail)
+		ctx->throttled_tail = &ctx->throttled;
 	s->throttled = 1;
-	s->throttled_next = s->ctx->throttled;
-	s->ctx->throttled = s;
+	s->throttled_next = NULL;
+	*ctx->throttled_tail = s;
+	ctx->throttled_tail = &s->throttled_next;
+	if (s->held)
+		arm_priority_timer(s->ctx);
 	/* still notice a client that goes away */
 	set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
 }
@@ -688,7 +811,15 @@ static void process_frames(struct ruda_session *s)
 		return;
 	}
 	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
-	       !s->throttled && (r = ruda__frame_reader_next(&s->in, &frame)) != 0) {
+	       !s->throttled) {
+		/* held back since the last frame (a higher priority woke up):
+		 * the next frame waits too */
+		if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
+			throttle(s);
+			break;
+		}
+		if ((r = ruda__frame_reader_next(&s->in, &frame)) == 0)
+			break;
 		if (r < 0) {
 			ruda__session_violation(s, "malformed frame header");
 			return;

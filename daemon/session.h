@@ -59,6 +59,7 @@ struct ruda_session_context {
 	struct ruda_session *dead;  /* to destroy at the end of the loop iteration */
 	struct ruda_stream *dirty;  /* to submit at the end of the loop iteration */
 	struct ruda_session *throttled; /* not read until their GPU work drains */
+	struct ruda_session **throttled_tail; /* its last link; NULL: &throttled */
 	const struct ruda_policy *policy; /* borrowed; NULL: everyone may connect */
 	uint64_t arena_size;
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
@@ -72,6 +73,8 @@ struct ruda_session_context {
 	 * 0: none; sessions waiting for a lease, in order */
 	uint64_t exclusive;
 	uv_timer_t *exclusive_timer; /* owned; ends a lease that runs too long */
+	uv_timer_t *priority_timer;  /* owned; wakes held sessions once the higher
+				      * priorities have gone quiet */
 	uint32_t max_exclusive_ms;
 	struct ruda_exclusive_wait {
 		struct ruda_exclusive_wait *next;
@@ -149,12 +152,16 @@ struct ruda_session {
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
 	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
+	struct ruda_handle_table staging;  /* region id -> struct ruda_arena (staging.c) */
+	int allocation_mode;               /* enum ruda_allocation_mode of new buffers */
 	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
 	uint64_t bytes;                   /* device bytes of its buffers */
 	uint64_t requested;               /* bytes its buffers asked for */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
+	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
+	int held;                         /* held back for a higher priority */
 	struct ruda_session_usage usage;
 };
 
@@ -173,6 +180,10 @@ int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
 int ruda__session_exclusive_end(struct ruda_session *session);
+/* A client counts as active at its priority for this long after its last
+ * submission: lower priorities stay held back across its round trips. */
+#define RUDA_PRIORITY_HOLD_MS 50u
+
 /* Streams a session may have besides stream 0. */
 #define RUDA_SESSION_MAX_STREAMS 64u
 

@@ -103,7 +103,7 @@ static VkCommandBuffer record(struct ruda_stream *s)
 
 static ruda_status after_record(struct ruda_stream *s)
 {
-	if (s->recording->commands >= RUDA_STREAM_BATCH)
+	if (s->recording->commands >= (s->batch ? s->batch : RUDA_STREAM_BATCH))
 		return ruda__stream_submit(s);
 	return RUDA_OK;
 }
@@ -124,6 +124,7 @@ static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size)
 {
+	ruda__arena_bounce_in(s->arena, arena_offset, size);
 	return copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst);
 }
 
@@ -144,6 +145,19 @@ ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuf
 	if (n)
 		vkCmdCopyBuffer(cmd, src, dst, n, regions);
 	return after_record(s);
+}
+
+ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *region,
+				     uint64_t region_offset, struct ruda_buffer *buffer,
+				     uint64_t offset, uint64_t size, int to_buffer)
+{
+	/* held by the submission the copy goes into (copy() records into the
+	 * open one, and may submit it only after recording) */
+	if ((!s->recording && !record(s)) ||
+	    ruda__submission_hold(s->recording, &region->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	return to_buffer ? copy(s, region->buffer, region_offset, buffer->vk, offset, size, buffer)
+			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer);
 }
 
 /* Whether `cache` shows `p` bound with these bindings; then it is kept,

@@ -53,6 +53,9 @@ struct ruda_stream {
 	struct ruda_stream *dirty_next;
 	struct ruda_stream **dirty_list; /* borrowed list head */
 	int dirty;
+	/* commands per submission; 0: RUDA_STREAM_BATCH (the session lowers
+	 * it while the stream's client is held back for a higher priority) */
+	uint32_t batch;
 
 	/* told of each submission once it is on the queue; `first_write` is
 	 * its first arena upload, 0 if none (the owner tracks arena progress
@@ -96,6 +99,11 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 			       uint64_t arena_offset, uint64_t size);
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
+/* Copy between a buffer and a staging region (held until the copy is done):
+ * into the buffer when `to_buffer`, else out of it. */
+ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *region,
+				     uint64_t region_offset, struct ruda_buffer *buffer,
+				     uint64_t offset, uint64_t size, int to_buffer);
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pipeline,
 				const struct ruda_launch_count *count,
 				const struct ruda_binding *bindings,

@@ -22,6 +22,8 @@
 #include "client_private.h"
 #include "client_internal.h"
 #include "launch_wire.h"
+#include "parallel_copy.h"
+#include "tensor.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -60,8 +62,11 @@ struct ruda_client {
 	struct ruda_arena_ring ring;
 
 	uint64_t session_id;
+	uint32_t priority; /* granted at Hello */
 	ruda_device_properties props;
 	struct ruda_client_devices devices; /* every device of the daemon */
+	struct ruda_tensor_state *tensors; /* tensor.c */
+	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
 	char last_error[512];
 };
 
@@ -301,6 +306,74 @@ static ruda_status post(ruda_client *c, Ruda__Request *req, int now)
 	return st;
 }
 
+/* ---- for the other files of libruda (client_internal.h) ----------------- */
+
+ruda_status ruda__client_call_get_fd(ruda_client *c, Ruda__Request *req, Ruda__Reply **out,
+				     int *fd)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = round_trip(c, req, out, fd);
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
+int ruda__client_swap_allocation_mode(ruda_client *c, int mode)
+{
+	pthread_mutex_lock(&c->lock);
+	int old = c->allocation_mode;
+	c->allocation_mode = mode;
+	pthread_mutex_unlock(&c->lock);
+	return old;
+}
+
+uint64_t ruda__client_next_id(ruda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint64_t id = c->next_handle++;
+	pthread_mutex_unlock(&c->lock);
+	return id;
+}
+
+ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd)
+{
+	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the writer closes what it sends */
+	if (copy < 0) {
+		set_error(c, "cannot duplicate fd %d: %s", fd, strerror(errno));
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = c->broken ? RUDA_ERROR_DISCONNECTED : RUDA_OK;
+	struct waiting w;
+	uint8_t *payload = NULL;
+	size_t size = 0;
+	if (st == RUDA_OK) {
+		req->id = c->next_request++;
+		req->stream = c->stream;
+		size = ruda__request__get_packed_size(req);
+		payload = malloc(size ? size : 1);
+		if (!payload)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st == RUDA_OK) {
+		ruda__request__pack(req, payload);
+		if (ruda__frame_writer_append(&c->out, payload, (uint32_t)size, &copy, 1) < 0)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+		copy = -1; /* owned (or closed) by the writer now */
+	}
+	if (st == RUDA_OK)
+		st = send_queued(c);
+	if (st == RUDA_OK) {
+		w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
+		c->waiting = &w;
+		st = call_finish(c, &w, NULL, NULL);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (copy >= 0)
+		close(copy);
+	free(payload);
+	return st;
+}
+
 /* ---- arena -------------------------------------------------------------- */
 
 static uint64_t arena_completed(ruda_client *c)
@@ -427,6 +500,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		h.device_type_id = o->device_id.type_id;
 		h.device_type_index = o->device_id.index_id;
 	}
+	h.priority = o ? o->priority : 0;
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
 	req.hello = &h;
@@ -444,6 +518,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		st = map_arena(c, fd, reply->hello);
 	if (st == RUDA_OK) {
 		c->session_id = reply->hello->session_id;
+		c->priority = reply->hello->priority;
 		copy_properties(&c->props, reply->hello->devices[reply->hello->device_index]);
 		if (ruda__client_devices_init(&c->devices, reply->hello, copy_properties) < 0)
 			st = RUDA_ERROR_OUT_OF_MEMORY;
@@ -463,6 +538,7 @@ static void client_free(ruda_client *c)
 		munmap(c->arena, c->arena_size);
 	ruda__arena_ring_finish(&c->ring);
 	ruda__client_devices_finish(&c->devices);
+	ruda__tensor_state_free(c->tensors);
 	ruda__frame_reader_finish(&c->in);
 	ruda__frame_writer_finish(&c->out);
 	if (c->fd >= 0)
@@ -486,7 +562,8 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	pthread_cond_init(&c->cond, NULL);
 	ruda__frame_writer_init(&c->out);
 	c->next_request = c->next_handle = c->next_kernel = c->next_window = 1;
-	if (ruda__frame_reader_init(&c->in) < 0) {
+	c->tensors = ruda__tensor_state_new();
+	if (!c->tensors || ruda__frame_reader_init(&c->in) < 0) {
 		client_free(c);
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -525,6 +602,11 @@ size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+uint32_t ruda_client_priority(const ruda_client *c)
+{
+	return c ? c->priority : 0;
 }
 
 const char *ruda_client_name(const ruda_client *c)
@@ -574,7 +656,7 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 		ruda_status st = arena_alloc(c, chunk, 0, &arena_offset, &region);
 		if (st != RUDA_OK)
 			return st;
-		memcpy(c->arena + arena_offset, src, chunk);
+		ruda__parallel_copy(c->arena + arena_offset, src, chunk);
 		Ruda__Write w = RUDA__WRITE__INIT;
 		w.handle = handle;
 		w.offset = offset;
@@ -713,7 +795,7 @@ static ruda_status finish_read(ruda_client *c, struct read_chunk *r, uint8_t *ds
 	if (st == RUDA_OK && r->size) {
 		/* copy without the lock: other threads may go on meanwhile */
 		pthread_mutex_unlock(&c->lock);
-		memcpy(dst + r->done, c->arena + r->arena_offset, r->size);
+		ruda__parallel_copy(dst + r->done, c->arena + r->arena_offset, r->size);
 		pthread_mutex_lock(&c->lock);
 	}
 	ruda__arena_ring_release(&c->ring, r->region);
@@ -789,10 +871,17 @@ ruda_status ruda_client_read_one(ruda_client *c, ruda_handle handle, void *dst)
 	return ruda_client_read(c, &handle, 1, &dst);
 }
 
+struct ruda_tensor_state *ruda__client_tensor_state(ruda_client *c)
+{
+	return c->tensors;
+}
+
 ruda_status ruda_client_release(ruda_client *c, ruda_handle h)
 {
 	if (!c)
 		return RUDA_ERROR_INVALID_ARGUMENT;
+	if (ruda__tensor_release_shared(c->tensors, h.id))
+		return RUDA_OK; /* other tensors of its create_tensors call remain */
 	Ruda__Release r = RUDA__RELEASE__INIT;
 	r.n_handles = 1;
 	r.handles = &h.id;

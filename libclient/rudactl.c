@@ -590,9 +590,9 @@ static void print_clients(const struct snapshot *snap)
 	static const char *const headers[] = {"ID",     "PID",    "UID",       "NAME",
 					      "DEV",    "AGE",    "IDLE",      "STREAMS",
 					      "BUFFERS", "MEMORY", "IN FLIGHT", "LAUNCHES",
-					      "GPU TIME", "ARENA", "QUOTA"};
+					      "GPU TIME", "ARENA", "QUOTA",  "PRIO"};
 	struct table t;
-	table_init(&t, 15, headers, "rrrlrrrrrrrrrrr");
+	table_init(&t, 16, headers, "rrrlrrrrrrrrrrrr");
 	for (size_t i = 0; i < snap->nclients; i++) {
 		const Ruda__AdminClient *c = snap->clients[i];
 		char a[32];
@@ -620,6 +620,7 @@ static void print_clients(const struct snapshot *snap)
 			table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->quota_bytes));
 		else
 			table_cell(&t, "none");
+		table_cell(&t, "%u", c->priority);
 	}
 	table_print(&t, stdout);
 	table_finish(&t);

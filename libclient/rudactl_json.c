@@ -295,6 +295,7 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 	json_u64(j, "bytes_downloaded", c->bytes_downloaded);
 	json_u64(j, "kernels_registered", c->kernels_registered);
 	json_u64(j, "gpu_time_ns", c->gpu_time_ns);
+	json_u64(j, "priority", c->priority);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", c->arena_size);
 	json_u64(j, "max_buffers", c->max_buffers);

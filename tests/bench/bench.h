@@ -57,6 +57,11 @@ enum bench_better { BENCH_HIGHER, BENCH_LOWER };
  * measured (`note` says why). */
 void bench_result(const char *group, const char *name, const char *unit, double value,
 		  double baseline, enum bench_better better, const char *note);
+/* The target of the last result's ratio (>= for BENCH_HIGHER, <= for
+ * BENCH_LOWER), shown beside it and in the summary. */
+void bench_target(double ratio_target);
+/* Every figure that has a target, in one table, met or missed. */
+void bench_print_summary(void);
 /* A title line for a group's table and what its columns mean. */
 void bench_group_header(const char *group, const char *title, const char *value_col,
 			const char *baseline_col, const char *ratio_note);
@@ -119,6 +124,11 @@ struct bench_transfer_result {
 	double create_gbs[BENCH_MAX_SIZES];   /* allocate a buffer + upload, wait */
 	double write_gbs[BENCH_MAX_SIZES];    /* upload into an existing buffer, wait */
 	double download_gbs[BENCH_MAX_SIZES]; /* read an existing buffer back */
+	/* rudad only: the same through staging regions, the bytes already in
+	 * shared memory as the in-process baseline's are (no host copy) */
+	double staging_create_gbs[BENCH_MAX_SIZES];
+	double staging_write_gbs[BENCH_MAX_SIZES];
+	double staging_download_gbs[BENCH_MAX_SIZES];
 };
 
 struct bench_launch_plan {
@@ -155,5 +165,99 @@ void bench_first_launch(struct bench_daemon *warm);
 /* All-reduce and to_client between the devices rudad opens (devices.c):
  * starts a daemon of its own. */
 void bench_devices(void);
+
+/* ---- a kernel runner --------------------------------------------------------- */
+
+/* The same kernel work through libruda or with plain Vulkan in this process
+ * (runner.c; the in-process side is in inproc.c), so that a workload is
+ * written once and measured both ways. Fails the bench on any error. */
+enum bench_runner_kind { BENCH_RUNNER_RUDAD, BENCH_RUNNER_INPROC };
+struct bench_runner;
+struct bench_runner_options {
+	enum bench_runner_kind kind;
+	const char *socket_path; /* rudad */
+	const char *name;        /* client name */
+	uint32_t priority;       /* requested from rudad; 0: the policy's default */
+};
+struct bench_runner *bench_runner_open(const struct bench_runner_options *o);
+/* A kernel from <build>/`spv` with `nbindings` storage buffers; its index. */
+int bench_runner_kernel(struct bench_runner *r, const char *spv, uint32_t nbindings,
+			uint32_t push_size);
+/* A device buffer of `size` bytes holding `init` (NULL: undefined); its index. */
+int bench_runner_buffer(struct bench_runner *r, uint64_t size, const void *init);
+/* Launch `groups` x 1 x 1 workgroups with buffers bufs[0..nbindings-1]. */
+void bench_runner_launch(struct bench_runner *r, int kernel, uint32_t groups, const int *bufs,
+			 const void *push, uint32_t push_size);
+void bench_runner_sync(struct bench_runner *r);
+/* The whole buffer into `dst` (after everything launched). */
+void bench_runner_read(struct bench_runner *r, int buf, void *dst);
+void bench_runner_close(struct bench_runner *r);
+
+struct bench_inproc_runner;
+struct bench_inproc_runner *bench_inproc_runner_open(void);
+int bench_inproc_runner_kernel(struct bench_inproc_runner *r, const char *spv,
+			       uint32_t nbindings, uint32_t push_size);
+int bench_inproc_runner_buffer(struct bench_inproc_runner *r, uint64_t size, const void *init);
+void bench_inproc_runner_launch(struct bench_inproc_runner *r, int kernel, uint32_t groups,
+				const int *bufs, const void *push, uint32_t push_size);
+void bench_inproc_runner_sync(struct bench_inproc_runner *r);
+void bench_inproc_runner_read(struct bench_inproc_runner *r, int buf, void *dst);
+void bench_inproc_runner_close(struct bench_inproc_runner *r);
+
+/* ---- worker processes -------------------------------------------------------- */
+
+/* `bench --worker NAME ARGS...` runs a group's child process (the groups
+ * fork and exec the bench itself, so a child starts clean: no Vulkan, no
+ * connection inherited). Each group registers its worker mains here. */
+struct bench_worker {
+	const char *name;
+	int (*main)(int argc, char **argv);
+};
+int bench_worker_main(int argc, char **argv); /* argv[0] = NAME */
+
+/* A started worker: its pid, a pipe to it and one from it. */
+struct bench_child {
+	pid_t pid;
+	int to, from;
+};
+/* Start `bench --worker argv...` with its stdout/stderr to `log`. */
+void bench_child_start(struct bench_child *c, char *const argv[], const char *log);
+/* One line from the child (without '\n'); fails the bench on EOF. */
+void bench_child_read_line(struct bench_child *c, char *buf, size_t len);
+void bench_child_write(struct bench_child *c, const char *text);
+/* Wait for it; fails the bench if it does not exit 0. */
+void bench_child_wait(struct bench_child *c, const char *log);
+/* In the worker: a line to the parent / one from it. */
+void bench_worker_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_worker_hear(char *buf, size_t len);
+
+/* ---- the groups of this file's neighbours ---------------------------------- */
+
+/* Scaling and fairness (scaling.c), priorities (priority.c), connection
+ * scale (connections.c), kernel speed (kernels.c). */
+void bench_scaling(const struct bench_daemon *d, const ruda_device_properties *props);
+void bench_priority(const ruda_device_properties *props);
+void bench_connections(void);
+void bench_kernel_speed(const struct bench_daemon *d, const ruda_device_properties *props);
+int bench_scaling_worker(int argc, char **argv);
+
+/* ---- SVG plots (svg.c) ------------------------------------------------------- */
+
+#define BENCH_SVG_MAX_SERIES 4
+#define BENCH_SVG_MAX_POINTS 16
+struct bench_svg_series {
+	const char *label;
+	double x[BENCH_SVG_MAX_POINTS], y[BENCH_SVG_MAX_POINTS];
+	int n;
+};
+struct bench_svg_plot {
+	const char *title, *xlabel, *ylabel;
+	int log2_x; /* x axis in powers of two (1, 2, 4, ...) */
+	int bars;   /* a bar chart of the first point of each series */
+	struct bench_svg_series series[BENCH_SVG_MAX_SERIES];
+	int nseries;
+};
+/* Write the plot as <build>/bench/`name`.svg; 0 or -errno. */
+int bench_svg_write(const struct bench_svg_plot *plot, const char *name);
 
 #endif

@@ -530,3 +530,189 @@ void bench_inproc_launches(const struct bench_launch_plan *plan, struct bench_la
 	fill_pipeline_destroy(&p, &f);
 	close_device(&p);
 }
+
+/* ---- a kernel runner (runner.c's in-process side) ------------------------- */
+
+#define RUNNER_MAX 8
+
+struct runner_pipeline {
+	VkShaderModule module;
+	VkDescriptorSetLayout set_layout;
+	VkPipelineLayout layout;
+	VkPipeline vk;
+	uint32_t nbindings;
+};
+
+struct bench_inproc_runner {
+	struct inproc p;
+	struct runner_pipeline k[RUNNER_MAX];
+	int nk;
+	struct ruda_buffer *b[RUNNER_MAX];
+	uint64_t bsize[RUNNER_MAX];
+	int nb;
+	VkCommandBuffer cmd; /* recording, or VK_NULL_HANDLE */
+	unsigned slot;
+	int recorded;
+};
+
+struct bench_inproc_runner *bench_inproc_runner_open(void)
+{
+	struct bench_inproc_runner *r = calloc(1, sizeof(*r));
+	BENCH_CHECK(r, "out of memory");
+	open_device(&r->p);
+	return r;
+}
+
+int bench_inproc_runner_kernel(struct bench_inproc_runner *r, const char *spv,
+			       uint32_t nbindings, uint32_t push_size)
+{
+	BENCH_CHECK(r->nk < RUNNER_MAX && nbindings <= 4, "in-process runner: too many kernels");
+	struct ruda_device *d = r->p.dev;
+	struct runner_pipeline *k = &r->k[r->nk];
+	k->nbindings = nbindings;
+	size_t size;
+	uint32_t *code = bench_read_file(bench_path(spv), &size);
+	BENCH_CHECK(code, "cannot read %s", bench_path(spv));
+	VkShaderModuleCreateInfo mi = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+		.codeSize = size,
+		.pCode = code,
+	};
+	VK(vkCreateShaderModule(d->vk, &mi, NULL, &k->module));
+	free(code);
+	VkDescriptorSetLayoutBinding bindings[4];
+	for (uint32_t i = 0; i < nbindings; i++)
+		bindings[i] = (VkDescriptorSetLayoutBinding){
+			.binding = i,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.descriptorCount = 1,
+			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+		};
+	VkDescriptorSetLayoutCreateInfo si = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+		.bindingCount = nbindings,
+		.pBindings = bindings,
+	};
+	VK(vkCreateDescriptorSetLayout(d->vk, &si, NULL, &k->set_layout));
+	VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = push_size};
+	VkPipelineLayoutCreateInfo li = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+		.setLayoutCount = 1,
+		.pSetLayouts = &k->set_layout,
+		.pushConstantRangeCount = push_size ? 1 : 0,
+		.pPushConstantRanges = &push,
+	};
+	VK(vkCreatePipelineLayout(d->vk, &li, NULL, &k->layout));
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.module = k->module,
+			.pName = "main",
+		},
+		.layout = k->layout,
+	};
+	VK(vkCreateComputePipelines(d->vk, VK_NULL_HANDLE, 1, &ci, NULL, &k->vk));
+	return r->nk++;
+}
+
+int bench_inproc_runner_buffer(struct bench_inproc_runner *r, uint64_t size, const void *init)
+{
+	BENCH_CHECK(r->nb < RUNNER_MAX, "in-process runner: too many buffers");
+	struct ruda_buffer *b = device_buffer(&r->p, size);
+	if (init) {
+		struct ruda_arena *host = host_memory(&r->p, (size + 4095) & ~4095ull);
+		memcpy(host->map, init, size);
+		copy_wait(&r->p, host->buffer, b->vk, size, 0);
+		ruda_ref_put(&host->ref);
+	}
+	r->b[r->nb] = b;
+	r->bsize[r->nb] = size;
+	return r->nb++;
+}
+
+static void runner_submit(struct bench_inproc_runner *r)
+{
+	if (!r->cmd)
+		return;
+	submit(&r->p, r->slot);
+	r->cmd = VK_NULL_HANDLE;
+	r->recorded = 0;
+}
+
+void bench_inproc_runner_launch(struct bench_inproc_runner *r, int kernel, uint32_t groups,
+				const int *bufs, const void *push, uint32_t push_size)
+{
+	const struct runner_pipeline *k = &r->k[kernel];
+	if (!r->cmd)
+		r->cmd = begin(&r->p, &r->slot);
+	VkCommandBuffer cmd = r->cmd;
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+				 VK_ACCESS_HOST_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+				 VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	};
+	vkCmdPipelineBarrier(cmd,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				     VK_PIPELINE_STAGE_HOST_BIT,
+			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+	VkDescriptorBufferInfo infos[4];
+	VkWriteDescriptorSet writes[4];
+	for (uint32_t i = 0; i < k->nbindings; i++) {
+		infos[i] = (VkDescriptorBufferInfo){
+			.buffer = r->b[bufs[i]]->vk, .range = r->bsize[bufs[i]]};
+		writes[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstBinding = i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &infos[i],
+		};
+	}
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->vk);
+	r->p.dev->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0,
+					  k->nbindings, writes);
+	if (push_size)
+		vkCmdPushConstants(cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+	vkCmdDispatch(cmd, groups, 1, 1);
+	if (++r->recorded == BATCH)
+		runner_submit(r);
+}
+
+void bench_inproc_runner_sync(struct bench_inproc_runner *r)
+{
+	runner_submit(r);
+	if (r->p.value)
+		wait_value(&r->p, r->p.value);
+}
+
+void bench_inproc_runner_read(struct bench_inproc_runner *r, int buf, void *dst)
+{
+	bench_inproc_runner_sync(r);
+	uint64_t size = r->bsize[buf];
+	struct ruda_arena *host = host_memory(&r->p, (size + 4095) & ~4095ull);
+	copy_wait(&r->p, r->b[buf]->vk, host->buffer, size, 1);
+	memcpy(dst, host->map, size);
+	ruda_ref_put(&host->ref);
+}
+
+void bench_inproc_runner_close(struct bench_inproc_runner *r)
+{
+	bench_inproc_runner_sync(r);
+	VkDevice vk = r->p.dev->vk;
+	for (int i = 0; i < r->nk; i++) {
+		vkDestroyPipeline(vk, r->k[i].vk, NULL);
+		vkDestroyPipelineLayout(vk, r->k[i].layout, NULL);
+		vkDestroyDescriptorSetLayout(vk, r->k[i].set_layout, NULL);
+		vkDestroyShaderModule(vk, r->k[i].module, NULL);
+	}
+	for (int i = 0; i < r->nb; i++)
+		ruda__buffer_put(r->b[i]);
+	close_device(&r->p);
+	free(r);
+}

@@ -4,7 +4,8 @@
  *
  *   bench [--quick] [--only GROUP[,GROUP]] [--build-dir DIR] [--json PATH]
  *
- * GROUP: transfers, launch, first_launch, devices. Environment:
+ * GROUP: transfers, launch, first_launch, kernels, scaling, priority,
+ * connections, devices (the `groups` table below). Environment:
  *   RUDA_BENCH_MAX_BYTES  largest transfer (default 1G; K, M, G suffixes)
  *   RUDA_BENCH_DEVICE     the device (rudad --device syntax) for rudad and
  *                         for the in-process baselines
@@ -56,10 +57,127 @@ static uint64_t parse_bytes(const char *s)
 	return (uint64_t)v;
 }
 
+/* ---- the groups, in the order they run ------------------------------------ */
+
+static void transfers(const struct bench_daemon *d, const ruda_device_properties *props);
+static void launches(const struct bench_daemon *d);
+
+static void run_transfers(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	transfers(warm, props);
+}
+
+static void run_launch(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)props;
+	launches(warm);
+}
+
+static void run_first_launch(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)props;
+	printf("\nfirst launch...\n");
+	bench_first_launch(warm);
+}
+
+static void run_kernels(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	bench_kernel_speed(warm, props);
+}
+
+static void run_scaling(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	bench_scaling(warm, props);
+}
+
+static void run_priority(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)warm;
+	bench_priority(props);
+}
+
+static void run_connections(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)warm;
+	(void)props;
+	bench_connections();
+}
+
+static void run_devices(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)warm; /* it starts a rudad of its own, on every device */
+	(void)props;
+	bench_devices();
+}
+
+/* A group: its name for --only, what runs it (with the warm daemon) and
+ * its table's header. Add a line for a new group. */
+static const struct bench_group {
+	const char *name;
+	void (*run)(struct bench_daemon *warm, const ruda_device_properties *props);
+	const char *title, *value_col, *baseline_col, *ratio_note;
+} groups[] = {
+	{"transfers", run_transfers,
+	 "transfers: libruda calls against vkCmdCopyBuffer from/to imported host memory "
+	 "in-process",
+	 "rudad", "in-process",
+	 "create = allocate a device buffer + upload, then sync (in-process: allocate + copy + "
+	 "wait)\n"
+	 "write = upload into an existing buffer, then sync; read_one = download an existing "
+	 "buffer\n"
+	 "GB/s = 1e9 bytes/s, medians; ratio = rudad / in-process, higher is better"},
+	{"launch", run_launch,
+	 "launches of shaders/fill.comp over 256 words, against the same dispatches recorded and "
+	 "submitted in-process",
+	 "rudad", "in-process",
+	 "ratio = rudad / in-process: for us lower is better; for launches/s higher is better (x "
+	 "in-process launches/s)"},
+	{"first_launch", run_first_launch,
+	 "first-launch latency: fork to exit of a new process that reads a kernel's correct "
+	 "result",
+	 "this", "(i) in-proc", "ratio = this / (i) plain Vulkan in a new process; lower is better"},
+	{"kernels", run_kernels,
+	 "kernel speed: built-in kernels over large buffers through rudad against the same "
+	 "kernel launched in-process",
+	 "rudad", "baseline",
+	 "GB/s of device traffic, medians; ratio = rudad / in-process (last row: / the device "
+	 "limit)"},
+	{"scaling", run_scaling,
+	 "scaling and fairness: N client processes each running a stream of saxpy kernels "
+	 "(16 a sync) over the same window",
+	 "value", "baseline",
+	 "aggregate = all clients' kernels / the window; share = a client's rate / (total / N), "
+	 "min over clients\n"
+	 "in-process: each process opens Vulkan itself (no daemon)"},
+	{"priority", run_priority,
+	 "priorities: a latency-sensitive client's launch + sync round trip while 8 other "
+	 "processes saturate the device",
+	 "value", "idle",
+	 "with priorities: the latency client at 7 (highest), the others at 1; without: all at "
+	 "the default\n"
+	 "ratio = value / the idle device's median, lower is better"},
+	{"connections", run_connections,
+	 "connection scale: idle clients connected to one rudad at once", "value", "baseline",
+	 "memory: the daemon's resident growth per client outside the arenas' mappings\n"
+	 "connect: ruda_client_connect with the others connected, against connects with none"},
+	{"devices", run_devices,
+	 "between devices: all-reduce (f32, every device) and to_client (device 0 to 1) inside "
+	 "rudad, against the same bytes through the client",
+	 "rudad", "via client",
+	 "via client = read each source to the client, reduce there, write each destination, "
+	 "sync (to_client: read + create + sync)\n"
+	 "GB/s = buffer bytes / time, medians; every result checked against a CPU reference; "
+	 "ratio = rudad / via client, higher is better"},
+};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench [--quick] [--only transfers,launch,first_launch,devices] "
-		   "[--build-dir DIR] [--json PATH]\n");
+	fprintf(f, "usage: bench [--quick] [--only GROUP[,GROUP...]] [--build-dir DIR] "
+		   "[--json PATH]\n       groups:");
+	for (size_t i = 0; i < NGROUPS; i++)
+		fprintf(f, " %s", groups[i].name);
+	fprintf(f, "\n");
 }
 
 static void find_build_dir(void)
@@ -160,6 +278,22 @@ static void transfers(const struct bench_daemon *d, const ruda_device_properties
 						    : base.download_gbs;
 			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
 		}
+	/* the zero-copy path, against the same baselines */
+	static const char *staging_ops[] = {"staging create + sync", "staging write + sync",
+					    "read_to_staging"};
+	for (int op = 0; op < 3; op++)
+		for (size_t i = 0; i < plan.nsizes; i++) {
+			char size[32], name[64];
+			bench_size_name(plan.sizes[i], size, sizeof(size));
+			snprintf(name, sizeof(name), "%s %s", staging_ops[op], size);
+			const double *v = op == 0 ? rudad.staging_create_gbs
+					  : op == 1 ? rudad.staging_write_gbs
+						    : rudad.staging_download_gbs;
+			const double *b = op == 0 ? base.create_gbs
+					  : op == 1 ? base.write_gbs
+						    : base.download_gbs;
+			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
+		}
 	bench_print_group("transfers");
 }
 
@@ -217,6 +351,12 @@ int main(int argc, char **argv)
 			snprintf(bench_opt.build_dir, sizeof(bench_opt.build_dir), "%s", argv[++i]);
 		else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
 			json = argv[++i];
+		else if (strcmp(argv[i], "--worker") == 0 && i + 1 < argc) {
+			/* a child process of a group (worker.c) */
+			if (!bench_opt.build_dir[0])
+				find_build_dir();
+			return bench_worker_main(argc - i - 1, argv + i + 1);
+		}
 		else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
@@ -243,35 +383,9 @@ int main(int argc, char **argv)
 		snprintf(json_path, sizeof(json_path), "%s", bench_path("bench/results.json"));
 	}
 
-	bench_group_header("transfers",
-			   "transfers: libruda calls against vkCmdCopyBuffer from/to imported host "
-			   "memory in-process",
-			   "rudad", "in-process",
-			   "create = allocate a device buffer + upload, then sync (in-process: "
-			   "allocate + copy + wait)\n"
-			   "write = upload into an existing buffer, then sync; read_one = download "
-			   "an existing buffer\n"
-			   "GB/s = 1e9 bytes/s, medians; ratio = rudad / in-process, higher is better");
-	bench_group_header("launch",
-			   "launches of shaders/fill.comp over 256 words, against the same "
-			   "dispatches recorded and submitted in-process",
-			   "rudad", "in-process",
-			   "ratio = rudad / in-process: for us lower is better; for launches/s "
-			   "higher is better (x in-process launches/s)");
-	bench_group_header("first_launch",
-			   "first-launch latency: fork to exit of a new process that reads a "
-			   "kernel's correct result",
-			   "this", "(i) in-proc",
-			   "ratio = this / (i) plain Vulkan in a new process; lower is better");
-
-	bench_group_header("devices",
-			   "between devices: all-reduce (f32, every device) and to_client (device 0 "
-			   "to 1) inside rudad, against the same bytes through the client",
-			   "rudad", "via client",
-			   "via client = read each source to the client, reduce there, write each "
-			   "destination, sync (to_client: read + create + sync)\n"
-			   "GB/s = buffer bytes / time, medians; every result checked against a CPU "
-			   "reference; ratio = rudad / via client, higher is better");
+	for (size_t i = 0; i < NGROUPS; i++)
+		bench_group_header(groups[i].name, groups[i].title, groups[i].value_col,
+				   groups[i].baseline_col, groups[i].ratio_note);
 
 	struct bench_daemon warm;
 	bench_daemon_start(&warm, NULL);
@@ -285,20 +399,12 @@ int main(int argc, char **argv)
 	       (unsigned)sysconf(_SC_NPROCESSORS_ONLN), warm.start_s * 1e3);
 	printf("build %s\n", bench_opt.build_dir);
 
-	if (want("transfers"))
-		transfers(&warm, &props);
-	if (want("launch"))
-		launches(&warm);
-	if (want("first_launch")) {
-		printf("\nfirst launch...\n");
-		bench_first_launch(&warm);
-	}
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (want(groups[i].name))
+			groups[i].run(&warm, &props);
 	bench_daemon_stop(&warm);
-	if (want("devices")) {
-		printf("\ndevices...\n");
-		bench_devices();
-	}
 
+	bench_print_summary();
 	int err = bench_write_json(json_path);
 	BENCH_CHECK(err == 0, "cannot write %s: %s", json_path, strerror(-err));
 	printf("\nresults: %s\n", json_path);

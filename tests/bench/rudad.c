@@ -34,6 +34,85 @@ static void *page_aligned(uint64_t size)
 	return p;
 }
 
+/* The fastest path a program has: its bytes written straight into a staging
+ * region, and created, written and read from there with no host copy. */
+static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *plan,
+			      struct bench_transfer_result *out)
+{
+	for (size_t i = 0; i < plan->nsizes; i++) {
+		uint64_t size = plan->sizes[i];
+		int reps = plan->reps[i], warm = plan->warmup[i];
+		char name[32], what[96];
+		bench_size_name(size, name, sizeof(name));
+		ruda_staging src, dst;
+		ok(c, ruda_client_staging_create(c, size, &src), "staging_create");
+		ok(c, ruda_client_staging_create(c, size, &dst), "staging_create");
+		bench_fill_pattern(src.data, size, 1000 + i);
+		double *t = calloc((size_t)reps, sizeof(*t));
+		BENCH_CHECK(t, "out of memory");
+		ruda_handle h;
+		for (int r = -warm; r < reps; r++) {
+			double t0 = bench_now();
+			ok(c, ruda_client_create_from_staging(c, &src, 0, size, &h), "create_from_staging");
+			ok(c, ruda_client_sync(c), "sync after create_from_staging");
+			double t1 = bench_now();
+			if (r == -warm || r == reps - 1) {
+				memset(dst.data, 0, size);
+				ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read back");
+				snprintf(what, sizeof(what), "rudad staging create of %s", name);
+				verify(dst.data, src.data, size, what);
+			}
+			ok(c, ruda_client_release(c, h), "release");
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->staging_create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+
+		ok(c, ruda_client_empty(c, size, &h), "empty");
+		for (int r = -warm; r < reps; r++) {
+			int check = r == -warm || r == reps - 1;
+			if (check) {
+				memset(dst.data, 0, size);
+				ok(c, ruda_client_write_from_staging(c, h, 0, &dst, 0, size), "zeros");
+				ok(c, ruda_client_sync(c), "sync after zeros");
+			}
+			double t0 = bench_now();
+			ok(c, ruda_client_write_from_staging(c, h, 0, &src, 0, size), "write_from_staging");
+			ok(c, ruda_client_sync(c), "sync after write_from_staging");
+			double t1 = bench_now();
+			if (check) {
+				ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read back");
+				snprintf(what, sizeof(what), "rudad staging write of %s", name);
+				verify(dst.data, src.data, size, what);
+			}
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->staging_write_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+
+		for (int r = -warm; r < reps; r++) {
+			int check = r == -warm || r == reps - 1;
+			if (check)
+				memset(dst.data, 0, size);
+			double t0 = bench_now();
+			ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read_to_staging");
+			double t1 = bench_now();
+			if (check) {
+				snprintf(what, sizeof(what), "rudad staging download of %s", name);
+				verify(dst.data, src.data, size, what);
+			}
+			if (r >= 0)
+				t[r] = t1 - t0;
+		}
+		out->staging_download_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+		ok(c, ruda_client_release(c, h), "release");
+		ok(c, ruda_client_sync(c), "sync after release");
+		ok(c, ruda_client_staging_release(c, &src), "staging_release");
+		ok(c, ruda_client_staging_release(c, &dst), "staging_release");
+		free(t);
+	}
+}
+
 void bench_rudad_transfers(const struct bench_daemon *d, const struct bench_transfer_plan *plan,
 			   struct bench_transfer_result *out)
 {
@@ -116,6 +195,7 @@ void bench_rudad_transfers(const struct bench_daemon *d, const struct bench_tran
 		free(dst);
 		free(t);
 	}
+	staging_transfers(c, plan, out);
 	ruda_client_close(c);
 }
 

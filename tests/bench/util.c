@@ -162,13 +162,14 @@ struct row {
 	char group[32], name[96], unit[24], note[96];
 	double value, baseline;
 	enum bench_better better;
+	double target; /* on the ratio; NaN: none */
 };
 
 struct group {
 	char name[32], title[256], value_col[24], baseline_col[24], ratio_note[512];
 };
 
-#define MAX_ROWS 128
+#define MAX_ROWS 512
 #define MAX_GROUPS 16
 static struct row rows[MAX_ROWS];
 static size_t nrows;
@@ -187,6 +188,33 @@ void bench_result(const char *group, const char *name, const char *unit, double 
 	r->value = value;
 	r->baseline = baseline;
 	r->better = better;
+	r->target = NAN;
+}
+
+void bench_target(double ratio_target)
+{
+	BENCH_CHECK(nrows > 0, "a target before any result");
+	rows[nrows - 1].target = ratio_target;
+}
+
+/* "≥ 0.95" or "≤ 2", by the row's direction; "" when it has none. */
+static const char *target_text(const struct row *r, char *buf, size_t len)
+{
+	if (isnan(r->target))
+		snprintf(buf, len, "%s", "");
+	else
+		snprintf(buf, len, "%s %g", r->better == BENCH_HIGHER ? ">=" : "<=", r->target);
+	return buf;
+}
+
+static const char *verdict(const struct row *r, double x)
+{
+	if (isnan(r->target))
+		return "";
+	if (isnan(x))
+		return "  (not measured)";
+	int met = r->better == BENCH_HIGHER ? x >= r->target : x <= r->target;
+	return met ? "  met" : "  MISSED";
 }
 
 void bench_group_header(const char *group, const char *title, const char *value_col,
@@ -240,13 +268,14 @@ void bench_print_group(const char *name)
 		p += len + (nl ? 1 : 0);
 	}
 	printf("\n");
-	printf("  %-44s %12s %12s  %-10s %8s\n", "", g->value_col, g->baseline_col, "unit",
-	       "ratio");
+	printf("  %-44s %12s %12s  %-10s %8s %8s\n", "", g->value_col, g->baseline_col, "unit",
+	       "ratio", "target");
 	for (size_t i = 0; i < nrows; i++) {
 		const struct row *r = &rows[i];
 		if (strcmp(r->group, name) != 0)
 			continue;
-		char v[32], b[32], q[32];
+		char v[32], b[32], q[32], t[32];
+		target_text(r, t, sizeof(t));
 		number(r->value, v, sizeof(v));
 		number(r->baseline, b, sizeof(b));
 		double x = ratio(r);
@@ -254,8 +283,30 @@ void bench_print_group(const char *name)
 			snprintf(q, sizeof(q), "n/a");
 		else
 			snprintf(q, sizeof(q), "%.3f", x);
-		printf("  %-44s %12s %12s  %-10s %8s%s%s\n", r->name, v, b, r->unit, q,
+		printf("  %-44s %12s %12s  %-10s %8s %8s%s%s\n", r->name, v, b, r->unit, q, t,
 		       r->note[0] ? "  " : "", r->note);
+	}
+	fflush(stdout);
+}
+
+void bench_print_summary(void)
+{
+	printf("\n== summary: every figure with a target (ratio = value / baseline)\n\n");
+	printf("  %-14s %-44s %12s %12s  %-10s %8s %8s\n", "group", "figure", "value", "baseline",
+	       "unit", "ratio", "target");
+	for (size_t i = 0; i < nrows; i++) {
+		const struct row *r = &rows[i];
+		if (isnan(r->target))
+			continue;
+		char v[32], b[32], q[32], t[32];
+		double x = ratio(r);
+		if (isnan(x))
+			snprintf(q, sizeof(q), "n/a");
+		else
+			snprintf(q, sizeof(q), "%.3f", x);
+		printf("  %-14s %-44s %12s %12s  %-10s %8s %8s%s\n", r->group, r->name,
+		       number(r->value, v, sizeof(v)), number(r->baseline, b, sizeof(b)), r->unit,
+		       q, target_text(r, t, sizeof(t)), verdict(r, x));
 	}
 	fflush(stdout);
 }
@@ -305,6 +356,10 @@ int bench_write_json(const char *path)
 		fprintf(f, ", \"ratio\": ");
 		json_number(f, ratio(r));
 		fprintf(f, ", \"better\": \"%s\"", r->better == BENCH_HIGHER ? "higher" : "lower");
+		if (!isnan(r->target)) {
+			fprintf(f, ", \"target\": ");
+			json_number(f, r->target);
+		}
 		if (r->note[0]) {
 			fprintf(f, ", \"note\": ");
 			json_string(f, r->note);

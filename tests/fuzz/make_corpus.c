@@ -98,6 +98,49 @@ static void read_(uint64_t handle, uint64_t offset, uint64_t arena_offset, uint6
 	REQ(read, READ, &r);
 }
 
+/* Write (or Read, `down`) naming staging region `region`. */
+static void staging_copy(int down, uint64_t handle, uint64_t region, uint64_t at, uint64_t size)
+{
+	Ruda__Write w = RUDA__WRITE__INIT;
+	Ruda__Read r = RUDA__READ__INIT;
+	w.handle = r.handle = handle;
+	w.region = r.region = region;
+	w.arena_offset = r.arena_offset = at;
+	w.size = r.size = size;
+	if (down)
+		REQ(read, READ, &r);
+	else
+		REQ(write, WRITE, &w);
+}
+
+/* StagingAttach (its fd cannot come with a corpus file: refused) and
+ * StagingDetach. */
+static void staging(int attach, uint64_t region, uint64_t size)
+{
+	Ruda__StagingAttach a = RUDA__STAGING_ATTACH__INIT;
+	Ruda__StagingDetach d = RUDA__STAGING_DETACH__INIT;
+	a.region = d.region = region;
+	a.size = size;
+	if (attach)
+		REQ(staging_attach, STAGING_ATTACH, &a);
+	else
+		REQ(staging_detach, STAGING_DETACH, &d);
+}
+
+static void allocation_mode(int mode)
+{
+	Ruda__AllocationMode m = RUDA__ALLOCATION_MODE__INIT;
+	m.mode = (Ruda__AllocationModeKind)mode;
+	REQ(allocation_mode, ALLOCATION_MODE, &m);
+}
+
+static void export_resource(uint64_t handle)
+{
+	Ruda__ExportResource e = RUDA__EXPORT_RESOURCE__INIT;
+	e.handle = handle;
+	REQ(export_resource, EXPORT_RESOURCE, &e);
+}
+
 static void release(const uint64_t *handles, size_t n)
 {
 	Ruda__Release r = RUDA__RELEASE__INIT;
@@ -563,6 +606,12 @@ int main(int argc, char **argv)
 	}
 	stats(); save("no_body");
 	begin(); stats(); frame_raw("", 0, 1); save("fds_missing");
+	begin(); staging(1, 1, 1 << 20); staging(0, 1, 0); save("staging_attach");
+	begin(); empty(1, 4096); staging_copy(0, 1, 5, 0, 16); staging_copy(1, 1, 5, 0, 16);
+	staging(0, 5, 0); sync_(); save("staging_unknown_region");
+	begin(); allocation_mode(2); empty(1, 4096); allocation_mode(1); empty(2, 4096);
+	allocation_mode(0); empty(3, 4096); export_resource(1); export_resource(3);
+	export_resource(9); allocation_mode(7); sync_(); save("allocation_modes");
 	/* everything, in one session */
 	begin();
 	empty(1, 4096); try_empty(2, 4096); write_(1, 0, DATA, 512); read_(1, 0, DATA + 8192, 512);

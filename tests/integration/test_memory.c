@@ -1,6 +1,7 @@
 /* Memory through rudad: pooled allocation, try_empty, accounting, clean-up
  * after killed clients. */
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,34 @@ START_TEST(try_empty_verdicts)
 	ck_assert_int_eq(ruda_client_write(client, h, 0, data, sizeof(data)), RUDA_OK);
 	ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+}
+END_TEST
+
+/* More than the device's memory heap holds, in buffers each under the
+ * size limit: OUT_OF_MEMORY, at once and naming the allocation. */
+START_TEST(try_empty_out_of_memory)
+{
+	ruda_device_properties p;
+	ruda_client_properties(client, &p);
+	uint64_t heap = p.device_local_bytes;
+	ck_assert_uint_gt(heap, 0);
+	uint64_t big = heap / 4 * 3;
+	if (big > p.max_buffer_size)
+		big = p.max_buffer_size;
+	ruda_handle a, b;
+	ck_assert_int_eq(ruda_client_try_empty(client, big, &a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_try_empty(client, heap - big + (1u << 20), &b),
+			 RUDA_ERROR_OUT_OF_MEMORY);
+	char why[256];
+	ruda_client_last_error(client, why, sizeof(why));
+	ck_assert_ptr_nonnull(strstr(why, "allocating"));
+	/* nothing left behind; the room comes back with the first buffer */
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ruda_client_release(client, a);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	test_wait_for_stats(client, 1, 0);
+	ck_assert_int_eq(ruda_client_try_empty(client, heap - big + (1u << 20), &b), RUDA_OK);
+	ruda_client_release(client, b);
 }
 END_TEST
 
@@ -188,6 +217,61 @@ START_TEST(quotas_enforced)
 }
 END_TEST
 
+/* Client b allocates and frees without pause while a fills its quota: a
+ * gets exactly its share, b's churn neither takes from it nor is refused. */
+struct churn {
+	ruda_client *client;
+	volatile int stop;
+	int refused, done;
+};
+
+static void *churn_run(void *arg)
+{
+	struct churn *ch = arg;
+	while (!ch->stop) {
+		ruda_handle h[3];
+		for (int i = 0; i < 3; i++)
+			if (ruda_client_try_empty(ch->client, 1u << 20, &h[i]) != RUDA_OK)
+				ch->refused++;
+			else
+				ch->done++;
+		for (int i = 0; i < 3; i++)
+			ruda_client_release(ch->client, h[i]);
+	}
+	return NULL;
+}
+
+START_TEST(quota_per_client_while_another_allocates)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "max_memory_per_client=4M", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *a = test_connect(&d, "a");
+	struct churn ch = {.client = test_connect(&d, "b")};
+	pthread_t thread;
+	ck_assert_int_eq(pthread_create(&thread, NULL, churn_run, &ch), 0);
+	ruda_handle h[5];
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 4; i++)
+			ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[i]), RUDA_OK);
+		ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[4]), RUDA_ERROR_QUOTA);
+		ruda_memory_usage u;
+		ck_assert_int_eq(ruda_client_memory_usage(a, &u), RUDA_OK);
+		ck_assert_uint_eq(u.bytes_in_use, 4u << 20);
+		for (int i = 0; i < 4; i++)
+			ruda_client_release(a, h[i]);
+		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	}
+	ch.stop = 1;
+	pthread_join(thread, NULL);
+	ck_assert_int_eq(ch.refused, 0);
+	ck_assert_int_gt(ch.done, 0);
+	ruda_client_close(a);
+	ruda_client_close(ch.client);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -195,6 +279,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, try_empty_verdicts);
+	tcase_add_test(tc, try_empty_out_of_memory);
 	tcase_add_test(tc, small_buffers_share_pages);
 	tcase_add_test(tc, cleanup_gives_pages_back);
 	tcase_add_test(tc, back_to_baseline_after_kills);
@@ -202,6 +287,7 @@ int main(void)
 	TCase *config = tcase_create("configured");
 	tcase_set_timeout(config, 60);
 	tcase_add_test(config, quotas_enforced);
+	tcase_add_test(config, quota_per_client_while_another_allocates);
 	suite_add_tcase(s, config);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

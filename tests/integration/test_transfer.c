@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -129,6 +130,54 @@ START_TEST(more_than_the_arena)
 }
 END_TEST
 
+/* read_async: the future polls, then waits with the read's status; several
+ * reads in flight at once each get their own bytes. */
+START_TEST(read_async_futures)
+{
+	enum { SIZE = (3u << 20) + 5, N = 3 };
+	uint8_t *data[N], *back[N];
+	ruda_handle h[N];
+	ruda_future *f[N];
+	for (int i = 0; i < N; i++) {
+		data[i] = malloc(SIZE);
+		back[i] = malloc(SIZE);
+		test_fill_random(data[i], SIZE, 40 + (uint64_t)i);
+		ck_assert_int_eq(ruda_client_create(client, data[i], SIZE, &h[i]), RUDA_OK);
+	}
+	for (int i = 0; i < N; i++) {
+		void *dst = back[i];
+		ck_assert_int_eq(ruda_client_read_async(client, &h[i], 1, &dst, &f[i]), RUDA_OK);
+	}
+	while (!ruda_future_poll(f[0]))
+		usleep(100);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ruda_future_wait(f[i]), RUDA_OK);
+		ck_assert_int_eq(memcmp(data[i], back[i], SIZE), 0);
+		free(data[i]);
+		free(back[i]);
+	}
+	/* a failed read reports through its future */
+	void *dst = back;
+	ruda_handle ghost = {.id = 999, .size = 16};
+	ck_assert_int_eq(ruda_client_read_async(client, &ghost, 1, &dst, &f[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_future_wait(f[0]), RUDA_ERROR_INVALID_HANDLE);
+	/* a tensor read, transposed, through its future */
+	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, t[6];
+	ruda_handle mh;
+	ck_assert_int_eq(ruda_client_create(client, m, sizeof(m), &mh), RUDA_OK);
+	ruda_copy_desc d = {.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+			    .elem_size = 4};
+	dst = t;
+	ck_assert_int_eq(ruda_client_read_tensor_async(client, &d, 1, &dst, &f[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_future_wait(f[0]), RUDA_OK);
+	const uint32_t expect[6] = {1, 4, 2, 5, 3, 6};
+	ck_assert_int_eq(memcmp(t, expect, sizeof(t)), 0);
+	ck_assert_int_eq(ruda_client_read_async(NULL, &mh, 1, &dst, &f[0]),
+			 RUDA_ERROR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ruda_future_wait(NULL), RUDA_ERROR_INVALID_ARGUMENT);
+}
+END_TEST
+
 /* An allocation larger than the device allows is reported, not fatal. */
 START_TEST(too_large)
 {
@@ -159,6 +208,7 @@ int main(void)
 	tcase_add_test(tc, many_buffers);
 	tcase_add_test(tc, write_and_read_slices);
 	tcase_add_test(tc, more_than_the_arena);
+	tcase_add_test(tc, read_async_futures);
 	tcase_add_test(tc, too_large);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

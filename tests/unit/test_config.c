@@ -93,6 +93,9 @@ START_TEST(good_file)
 		"force_checked_launches = on\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
+		"max_priority = 3\n"
+		"high_priority_users = 1000\n"
+		"high_priority_groups = root\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -131,7 +134,10 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 24);
+	ck_assert_uint_eq(c.quotas[0].line, 27);
+	ck_assert_uint_eq(c.max_priority, 3);
+	ck_assert_uint_eq(c.high_priority_users.count, 1);
+	ck_assert_uint_eq(c.high_priority_groups.count, 1);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);

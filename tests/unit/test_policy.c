@@ -115,6 +115,36 @@ START_TEST(quotas)
 }
 END_TEST
 
+/* The priority cap: max_priority for everyone, 7 for the listed users and
+ * groups (root included only when listed); a request above it is lowered. */
+START_TEST(priorities)
+{
+	load("");
+	struct ruda_rights r = check(0, 0, NULL, 0);
+	ck_assert_uint_eq(r.max_priority, 4);
+	ck_assert_uint_eq(ruda__policy_priority(&r, 0), 4);
+	ck_assert_uint_eq(ruda__policy_priority(&r, 7), 4);
+	ck_assert_uint_eq(ruda__policy_priority(&r, 1), 1);
+	ruda__config_finish(&config);
+
+	load("max_priority = 2\nhigh_priority_users = 1000\nhigh_priority_groups = 2000\n");
+	gid_t in_2000[] = {2000};
+	ck_assert_uint_eq(check(1000, 1000, NULL, 0).max_priority, 7);
+	ck_assert_uint_eq(check(1001, 1001, in_2000, 1).max_priority, 7);
+	r = check(1002, 1002, NULL, 0);
+	ck_assert_uint_eq(r.max_priority, 2);
+	ck_assert_uint_eq(ruda__policy_priority(&r, 0), 2);
+	ck_assert_uint_eq(ruda__policy_priority(&r, 6), 2);
+	ruda__config_finish(&config);
+
+	/* out of range in the file */
+	ruda__config_init(&config);
+	const char *bad = "max_priority = 8\n";
+	ck_assert_int_eq(ruda__config_parse(&config, "t.conf", bad, strlen(bad), NULL, NULL), 1);
+	ruda__config_finish(&config);
+}
+END_TEST
+
 /* The groups of the process at the other end of a socket. */
 START_TEST(peer_groups)
 {
@@ -141,6 +171,7 @@ int main(void)
 	tcase_add_test(tc, allowed_lists);
 	tcase_add_test(tc, views_and_unchecked);
 	tcase_add_test(tc, quotas);
+	tcase_add_test(tc, priorities);
 	tcase_add_test(tc, peer_groups);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -184,7 +184,18 @@ typedef struct ruda_connect_options {
 	/* Non-zero: use the device `device_id` names instead of device_index. */
 	int use_device_id;
 	ruda_device_id device_id;
+	/* Scheduling priority asked for, RUDA_PRIORITY_LOWEST..HIGHEST; 0: the
+	 * daemon's default (RUDA_PRIORITY_NORMAL). The daemon grants at most
+	 * what its policy allows this user (ruda_client_priority says what was
+	 * granted); other values fail with RUDA_ERROR_INVALID_ARGUMENT. While a
+	 * client of higher priority has work, rudad holds back the submissions
+	 * of lower ones. */
+	uint32_t priority;
 } ruda_connect_options;
+
+#define RUDA_PRIORITY_LOWEST 1u
+#define RUDA_PRIORITY_NORMAL 4u
+#define RUDA_PRIORITY_HIGHEST 7u
 
 /* ---- connection (ErasedClient::load) ---------------------------------- */
 
@@ -202,6 +213,9 @@ void ruda_client_close(ruda_client *client);
  * copied into `buf` (always NUL-terminated when len > 0). Returns its length.
  */
 size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
+
+/* The scheduling priority rudad granted this client (1..7). */
+uint32_t ruda_client_priority(const ruda_client *client);
 
 /* Runtime name ("ruda"), for logs and caches (ErasedClient::name). */
 const char *ruda_client_name(const ruda_client *client);
@@ -267,6 +281,179 @@ ruda_status ruda_client_read_one(ruda_client *client, ruda_handle handle, void *
 
 /* Drop a buffer; its memory is freed when work using it is done. */
 ruda_status ruda_client_release(ruda_client *client, ruda_handle handle);
+
+/* ---- tensors (create_tensor(s), empty_tensor(s), read_tensor) ---------- */
+
+/* Dimensions a tensor layout may have. */
+#define RUDA_MAX_RANK 8
+
+/* How a tensor's elements are laid out in its buffer (MemoryLayoutStrategy). */
+typedef enum ruda_layout_strategy {
+	RUDA_LAYOUT_CONTIGUOUS = 0, /* packed row-major */
+	RUDA_LAYOUT_OPTIMIZED = 1,  /* rows pitched where that helps (docs/memory.md) */
+} ruda_layout_strategy;
+
+/* A tensor to allocate (MemoryLayoutDescriptor): shape outermost first. */
+typedef struct ruda_layout_desc {
+	ruda_layout_strategy strategy;
+	uint32_t rank; /* 1..RUDA_MAX_RANK */
+	uint64_t shape[RUDA_MAX_RANK];
+	uint64_t elem_size; /* bytes of one element */
+} ruda_layout_desc;
+
+/* An allocated tensor (MemoryLayout): its bytes and the strides chosen, in
+ * elements, outermost first. */
+typedef struct ruda_layout {
+	ruda_handle handle;
+	uint32_t rank;
+	uint64_t strides[RUDA_MAX_RANK];
+} ruda_layout;
+
+/* A tensor to read (CopyDescriptor): `handle` holds element 0; element
+ * (i0, i1, ...) lies at byte handle.offset + elem_size * sum(ik * strides[k]). */
+typedef struct ruda_copy_desc {
+	ruda_handle handle;
+	uint32_t rank;
+	uint64_t shape[RUDA_MAX_RANK];
+	uint64_t strides[RUDA_MAX_RANK]; /* elements */
+	uint64_t elem_size;
+} ruda_copy_desc;
+
+/*
+ * Allocate `count` tensors in one buffer, each at an offset aligned for
+ * binding, and upload data[i] (packed row-major, product(shape) *
+ * elem_size bytes; NULL in empty_tensors) into each with the layout chosen
+ * (ErasedClient::create_tensors). out[i] gets each tensor's slice and
+ * strides. The shared buffer is freed when every tensor of the call has
+ * been released.
+ */
+ruda_status ruda_client_create_tensors(ruda_client *client, const ruda_layout_desc *descs,
+				       const void *const *data, size_t count, ruda_layout *out);
+ruda_status ruda_client_create_tensor(ruda_client *client, const ruda_layout_desc *desc,
+				      const void *data, ruda_layout *out);
+/* The same without data (ErasedClient::empty_tensors). */
+ruda_status ruda_client_empty_tensors(ruda_client *client, const ruda_layout_desc *descs,
+				      size_t count, ruda_layout *out);
+ruda_status ruda_client_empty_tensor(ruda_client *client, const ruda_layout_desc *desc,
+				     ruda_layout *out);
+
+/*
+ * Whether a layout is read as it lies, with no gather on the device
+ * (ErasedClient::can_read_tensor): packed row-major strides (dimensions of
+ * size 1 may have any stride).
+ */
+int ruda_client_can_read_tensor(const ruda_client *client, uint32_t rank, const uint64_t *shape,
+				const uint64_t *strides);
+
+/*
+ * Read `count` tensors into packed row-major bytes: dst[i] receives
+ * product(shape) * elem_size bytes (ErasedClient::read_tensor). Layouts
+ * can_read_tensor refuses are packed on the device by the built-in gather
+ * kernel first (elements of 4, 8, 12 or 16 bytes, up to 4 dimensions that
+ * do not merge), or else gathered from their byte span on the host.
+ */
+ruda_status ruda_client_read_tensor(ruda_client *client, const ruda_copy_desc *descs,
+				    size_t count, void *const *dst);
+
+/* ---- asynchronous reads (read_async, read_tensor_async) ---------------- */
+
+/*
+ * A read in progress. The destination memory must stay valid until the
+ * future is waited for; every future is waited for exactly once, and before
+ * its client is closed.
+ */
+typedef struct ruda_future ruda_future;
+
+/* ruda_client_read without waiting for it (ErasedClient::read_async). */
+ruda_status ruda_client_read_async(ruda_client *client, const ruda_handle *handles,
+				   size_t count, void *const *dst, ruda_future **out);
+/* ruda_client_read_tensor without waiting (ErasedClient::read_tensor_async). */
+ruda_status ruda_client_read_tensor_async(ruda_client *client, const ruda_copy_desc *descs,
+					  size_t count, void *const *dst, ruda_future **out);
+/* 1 once the read is over (ruda_future_wait will not block), else 0. */
+int ruda_future_poll(const ruda_future *future);
+/* Wait for the read, free the future and return the read's status. */
+ruda_status ruda_future_wait(ruda_future *future);
+
+/* ---- allocation modes and exported memory ------------------------------- */
+
+/* How new buffers get their memory (MemoryAllocationMode); docs/memory.md. */
+typedef enum ruda_allocation_mode {
+	RUDA_ALLOCATION_AUTO = 0,       /* pooled: shared pages, large buffers alone */
+	RUDA_ALLOCATION_PERSISTENT = 1, /* long-lived buffers, in shared pages of their own */
+	RUDA_ALLOCATION_DEDICATED = 2,  /* memory of its own per buffer, exportable */
+} ruda_allocation_mode;
+
+/* Allocate this client's next buffers in `mode` (ErasedClient::allocation_mode).
+ * Applies to allocations asked for after it, from every thread. */
+ruda_status ruda_client_allocation_mode(ruda_client *client, ruda_allocation_mode mode);
+/* Run task(user) with `mode`, then restore the mode before it
+ * (memory_persistent_allocation / memory_dedicated_allocation). */
+ruda_status ruda_client_allocation_window(ruda_client *client, ruda_allocation_mode mode,
+					  void (*task)(void *user), void *user);
+
+/* A buffer's device memory as a file descriptor (get_resource). */
+typedef struct ruda_resource {
+	int fd;                     /* opaque fd (VK_KHR_external_memory_fd); the caller's */
+	uint64_t memory_size;       /* bytes of the exported allocation */
+	uint64_t offset;            /* where the buffer starts in it */
+	uint64_t size;              /* the buffer's bytes */
+	uint32_t memory_type_index; /* on the exporting device */
+	uint8_t device_uuid[16];    /* import only on a device with this UUID */
+} ruda_resource;
+
+/*
+ * Export `handle`'s memory (ErasedClient::get_resource). The buffer must
+ * have been allocated in RUDA_ALLOCATION_DEDICATED mode (pooled memory holds
+ * other buffers): else RUDA_ERROR_INVALID_ARGUMENT. RUDA_ERROR_UNSUPPORTED
+ * where the device cannot export. The memory stays valid while the fd or an
+ * import of it lives; its contents are those of the buffer once the work
+ * writing it is done (ruda_client_sync_buffers).
+ */
+ruda_status ruda_client_get_resource(ruda_client *client, ruda_handle handle,
+				     ruda_resource *out);
+
+/* ---- staging regions (ErasedClient::staging) ---------------------------- */
+
+/*
+ * Shared memory the daemon reads and writes directly: bytes written into
+ * `data` become a buffer with one device copy and no host copy
+ * (ruda_client_create_from_staging), and downloads land in it the same way.
+ * Its bytes must not change while work that reads them is pending
+ * (ruda_client_sync_buffers on the buffer, or ruda_client_sync, says when
+ * that is over).
+ */
+typedef struct ruda_staging {
+	uint64_t id;  /* the region's name in the session */
+	void *data;   /* mapped in this process */
+	size_t size;
+} ruda_staging;
+
+/* A new region of at least `size` bytes (a sealed memfd libruda makes). */
+ruda_status ruda_client_staging_create(ruda_client *client, size_t size, ruda_staging *out);
+/*
+ * Use the caller's memfd `fd` (borrowed; the caller may close it after the
+ * call) as a region of `size` bytes. The daemon refuses, with
+ * RUDA_ERROR_INVALID_ARGUMENT and the reason in ruda_client_last_error, an
+ * fd that is not a memfd, one not sealed with F_SEAL_SHRINK, and one
+ * smaller than `size` rounded up to 64 KiB (the import granularity of
+ * common devices; page size on others).
+ */
+ruda_status ruda_client_staging_attach(ruda_client *client, int fd, size_t size,
+				       ruda_staging *out);
+/* Unmap and forget a region; copies already asked for still complete. */
+ruda_status ruda_client_staging_release(ruda_client *client, ruda_staging *staging);
+/* A new buffer holding `size` bytes of the region from `offset`. */
+ruda_status ruda_client_create_from_staging(ruda_client *client, const ruda_staging *staging,
+					    uint64_t offset, size_t size, ruda_handle *out);
+/* Copy `size` region bytes from `staging_offset` into `handle` at `offset`. */
+ruda_status ruda_client_write_from_staging(ruda_client *client, ruda_handle handle,
+					   uint64_t offset, const ruda_staging *staging,
+					   uint64_t staging_offset, size_t size);
+/* Read `handle` (handle.size bytes) into the region at `staging_offset`;
+ * returns once the bytes are there. */
+ruda_status ruda_client_read_to_staging(ruda_client *client, ruda_handle handle,
+					const ruda_staging *staging, uint64_t staging_offset);
 
 /* ---- kernels ---------------------------------------------------------- */
 

@@ -1,0 +1,37 @@
+/*
+ * Staging regions: shared memory a client passes in (a sealed memfd),
+ * mapped and imported so uploads from it and downloads into it are one DMA
+ * with no copy on either side. Kept per session, by client-chosen id.
+ */
+#ifndef RUDA_STAGING_H
+#define RUDA_STAGING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ruda/ruda.h>
+
+struct ruda_session;
+struct ruda_arena;
+
+/* Regions one session may hold at once. */
+#define RUDA_STAGING_MAX_REGIONS 64u
+
+/*
+ * Whether `fd` may back a region of `size` bytes mapped as `map_size`: a
+ * memfd, sealed against shrinking, large enough. RUDA_OK, or
+ * RUDA_ERROR_INVALID_ARGUMENT with the reason in `why`.
+ */
+ruda_status ruda__staging_check_fd(int fd, uint64_t size, uint64_t map_size, char *why,
+				   size_t why_len);
+
+/* Attach `fd` (borrowed) as region `id`. */
+ruda_status ruda__staging_attach(struct ruda_session *s, uint64_t id, uint64_t size, int fd,
+				 char *why, size_t why_len);
+void ruda__staging_detach(struct ruda_session *s, uint64_t id);
+/* Region `id`, or NULL. */
+struct ruda_arena *ruda__staging_get(struct ruda_session *s, uint64_t id);
+/* Drop every region of a session that ends. */
+void ruda__staging_release_all(struct ruda_session *s);
+
+#endif

@@ -1,0 +1,137 @@
+#include "parallel_copy.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Copies below this are one memcpy; parts are at least this large. */
+#define PARALLEL_MIN_BYTES (1u << 20)
+#define PART_MIN_BYTES (512u * 1024u)
+/* Helpers at most; $RUDA_COPY_THREADS (0 = none) overrides. */
+#define MAX_HELPERS 7
+
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t busy; /* held by the thread whose copy is running */
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done;
+	int helpers;
+	uint64_t generation;
+	/* the copy running */
+	uint8_t *dst;
+	const uint8_t *src;
+	size_t size, part, parts;
+	atomic_size_t next;
+	size_t finished; /* parts done; under lock */
+	int active;      /* helpers inside copy_parts; under lock */
+} pool = {.once = PTHREAD_ONCE_INIT};
+
+/* Copy parts until none is left; returns how many this thread did. */
+static size_t copy_parts(void)
+{
+	size_t did = 0, i;
+	while ((i = atomic_fetch_add(&pool.next, 1)) < pool.parts) {
+		size_t at = i * pool.part;
+		size_t n = pool.size - at < pool.part ? pool.size - at : pool.part;
+		memcpy(pool.dst + at, pool.src + at, n);
+		did++;
+	}
+	return did;
+}
+
+static void *helper(void *arg)
+{
+	(void)arg;
+	uint64_t seen = 0;
+	pthread_mutex_lock(&pool.lock);
+	for (;;) {
+		while (pool.generation == seen)
+			pthread_cond_wait(&pool.wake, &pool.lock);
+		seen = pool.generation;
+		pool.active++;
+		pthread_mutex_unlock(&pool.lock);
+		size_t did = copy_parts();
+		pthread_mutex_lock(&pool.lock);
+		pool.finished += did;
+		pool.active--;
+		if (pool.finished == pool.parts || !pool.active)
+			pthread_cond_broadcast(&pool.done);
+	}
+	return NULL;
+}
+
+/* A forked child has none of the parent's helpers: it copies alone. */
+static void in_child(void)
+{
+	pool.helpers = 0;
+	pthread_mutex_init(&pool.busy, NULL);
+	pthread_mutex_init(&pool.lock, NULL);
+}
+
+static void start(void)
+{
+	pthread_mutex_init(&pool.busy, NULL);
+	pthread_mutex_init(&pool.lock, NULL);
+	pthread_cond_init(&pool.wake, NULL);
+	pthread_cond_init(&pool.done, NULL);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cpus > 1 ? (int)cpus - 1 : 0;
+	if (want > MAX_HELPERS)
+		want = MAX_HELPERS;
+	const char *env = getenv("RUDA_COPY_THREADS");
+	if (env && *env)
+		want = atoi(env) < 0 ? 0 : atoi(env) > MAX_HELPERS ? MAX_HELPERS : atoi(env);
+	pthread_atfork(NULL, NULL, in_child);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (int i = 0; i < want; i++) {
+		pthread_t t;
+		if (pthread_create(&t, &attr, helper, NULL) != 0)
+			break;
+		pool.helpers++;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+void ruda__parallel_copy(void *dst, const void *src, size_t n)
+{
+	if (n < PARALLEL_MIN_BYTES) {
+		memcpy(dst, src, n);
+		return;
+	}
+	pthread_once(&pool.once, start);
+	if (!pool.helpers || pthread_mutex_trylock(&pool.busy) != 0) {
+		memcpy(dst, src, n);
+		return;
+	}
+	size_t parts = (size_t)pool.helpers + 1;
+	if (n / parts < PART_MIN_BYTES)
+		parts = n / PART_MIN_BYTES;
+	pthread_mutex_lock(&pool.lock);
+	/* a helper late for the last copy must leave before the fields change */
+	while (pool.active)
+		pthread_cond_wait(&pool.done, &pool.lock);
+	pool.dst = dst;
+	pool.src = src;
+	pool.size = n;
+	/* parts of whole cache lines */
+	pool.part = ((n + parts - 1) / parts + 63) & ~(size_t)63;
+	pool.parts = (n + pool.part - 1) / pool.part;
+	atomic_store(&pool.next, 0);
+	pool.finished = 0;
+	pool.generation++;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+	size_t did = copy_parts();
+	pthread_mutex_lock(&pool.lock);
+	pool.finished += did;
+	while (pool.finished < pool.parts)
+		pthread_cond_wait(&pool.done, &pool.lock);
+	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_unlock(&pool.busy);
+}
