@@ -248,6 +248,9 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->pipelines = d->stats.pipelines;
 	m->kernels_compiled = d->stats.kernels_compiled;
 	m->gpu_time_ns = u->gpu_time_ns;
+	m->physical_index = d->physical_index;
+	m->type_index = d->type_index;
+	m->busy_ns = d->busy_ns;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */

@@ -42,6 +42,23 @@ struct key_info {
 	bool reload;       /* SIGHUP applies it */
 };
 
+/* `devices` is a comma-separated list of selectors, none empty (which
+ * device each names is known only once Vulkan is up). */
+static bool devices_list_ok(const char *value)
+{
+	const char *item = value;
+	for (;;) {
+		const char *end = strchr(item, ',');
+		size_t len = end ? (size_t)(end - item) : strlen(item);
+		size_t blank = strspn(item, " \t");
+		if (blank >= len)
+			return false;
+		if (!end)
+			return true;
+		item = end + 1;
+	}
+}
+
 #define F(field) offsetof(struct ruda_config, field)
 static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_SOCKET] = {.name = "socket", .type = T_PATH, .offset = F(socket)},
@@ -386,6 +403,11 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 		    strlen(value) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 			fail(p, "socket: path longer than %zu bytes",
 			     sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+			return false;
+		}
+		if (k == RUDA_CONFIG_DEVICES && !devices_list_ok(value)) {
+			fail(p, "devices: '%s' has an empty item (a list is "
+				"\"0,1\"; a device named twice is opened twice)", value);
 			return false;
 		}
 		char *copy = strdup(value);

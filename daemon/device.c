@@ -472,6 +472,8 @@ void ruda__device_process_completions(struct ruda_device *d)
 			sub->gpu_ns = now > start ? now - start : 0;
 			d->last_completion_ns = now;
 		}
+		if (ok)
+			d->busy_ns += sub->gpu_ns;
 		submission_run_waiters(sub, ok ? RUDA_OK : failure);
 		if (ok) {
 			submission_release_refs(sub);
@@ -829,6 +831,8 @@ void ruda__device_destroy(struct ruda_device *d)
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
 	release_zombies(d);
+	if (d->before_destroy)
+		d->before_destroy(d);
 	ruda__indirect_destroy(d, d->indirect);
 	while (d->spare) {
 		struct ruda_submission *sub = d->spare;

@@ -101,6 +101,17 @@ struct ruda_device {
 	uint32_t *free_pairs; /* stack of free pair indices */
 	uint32_t nfree_pairs;
 
+	/* several devices: where it comes from, what it can do, how busy it
+	 * is (device_set.c, device_details.c) */
+	uint32_t physical_index;
+	uint32_t type_index; /* among the daemon's devices of its type */
+	struct ruda_device_details *details; /* owned by device_details.c */
+	uint64_t busy_ns;   /* device time of the submissions completed so far */
+	uint64_t opened_ns; /* uv_hrtime() once opened */
+	/* called by ruda__device_destroy once the device is idle, before its
+	 * VkDevice goes: others drop what they made on it (host staging) */
+	void (*before_destroy)(struct ruda_device *device);
+
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
 	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;

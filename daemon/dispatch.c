@@ -10,6 +10,9 @@
 #include "arena.h"
 #include "buffer.h"
 #include "device.h"
+#include "device_info.h"
+#include "collective.h"
+#include "to_client.h"
 #include "graph.h"
 #include "indirect.h"
 #include "launch_decode.h"
@@ -298,14 +301,14 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		s->unchecked_allowed = rights.unchecked_launch;
 		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
-	if (h->device_index >= ctx->ndevices) {
+	char no_device[128];
+	int device_index = ruda__device_info_resolve(ctx, h, no_device, sizeof(no_device));
+	if (device_index < 0) {
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "no device %u (rudad has %u)", h->device_index,
-					   ctx->ndevices);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT, "%s", no_device);
 		return;
 	}
-	s->device = ctx->devices[h->device_index];
+	s->device = ctx->devices[device_index];
 	if (ruda__arena_pool_take(&ctx->arena_pools[s->device->index], &s->arena) < 0) {
 		s->state = RUDA_SESSION_CLOSING;
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
@@ -328,8 +331,17 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	Ruda__DeviceInfo *ptrs[ctx->ndevices ? ctx->ndevices : 1];
 	uint32_t counts[ctx->ndevices ? ctx->ndevices : 1][3];
 	uint32_t sizes[ctx->ndevices ? ctx->ndevices : 1][3];
+	struct ruda_device_info_extra *extra = calloc(ctx->ndevices ? ctx->ndevices : 1,
+						      sizeof(*extra));
+	if (!extra) {
+		close(fd);
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
 		fill_device_info(&infos[i], ctx->devices[i], counts[i], sizes[i]);
+		ruda__device_info_extend(&infos[i], ctx->devices[i], &extra[i]);
 		ptrs[i] = &infos[i];
 	}
 	Ruda__HelloReply hr = RUDA__HELLO_REPLY__INIT;
@@ -338,7 +350,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	hr.session_id = s->id;
 	hr.n_devices = ctx->ndevices;
 	hr.devices = ptrs;
-	hr.device_index = h->device_index;
+	hr.device_index = (uint32_t)device_index;
 	hr.arena_size = s->arena->size;
 	hr.arena_data_offset = RUDA_ARENA_DATA_OFFSET;
 	hr.max_frame_size = RUDA_FRAME_MAX_PAYLOAD;
@@ -350,6 +362,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	reply.body_case = RUDA__REPLY__BODY_HELLO;
 	reply.hello = &hr;
 	ruda__session_reply_fd(s, &reply, fd);
+	free(extra);
 }
 
 /* ---- memory ------------------------------------------------------------- */
@@ -1361,6 +1374,11 @@ static const struct {
 	[RUDA__REQUEST__BODY_MEMORY_COMPACT] = {handle_memory_compact, "MemoryCompact", 1},
 	[RUDA__REQUEST__BODY_THROUGHPUT_GET] = {handle_throughput_get, "ThroughputGet", 1},
 	[RUDA__REQUEST__BODY_THROUGHPUT_SET] = {handle_throughput_set, "ThroughputSet", 1},
+	[RUDA__REQUEST__BODY_UTILIZATION] = {ruda__handle_utilization, "Utilization", 1},
+	[RUDA__REQUEST__BODY_TO_CLIENT] = {ruda__handle_to_client, "ToClient", 1},
+	[RUDA__REQUEST__BODY_COLLECTIVE_INIT] = {ruda__handle_collective_init, "CollectiveInit", 1},
+	[RUDA__REQUEST__BODY_ALL_REDUCE] = {ruda__handle_all_reduce, "AllReduce", 0},
+	[RUDA__REQUEST__BODY_COLLECTIVE_SYNC] = {ruda__handle_collective_sync, "CollectiveSync", 1},
 	[RUDA__REQUEST__BODY_STAGING_ATTACH] = {handle_staging_attach, "StagingAttach", 1},
 	[RUDA__REQUEST__BODY_STAGING_DETACH] = {handle_staging_detach, "StagingDetach", 0},
 	[RUDA__REQUEST__BODY_ALLOCATION_MODE] = {handle_allocation_mode, "AllocationMode", 0},

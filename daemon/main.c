@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "device_set.h"
 #include "log.h"
 #include "pipeline.h"
 #include "pipeline_cache.h"
@@ -36,16 +37,13 @@
 struct daemon {
 	uv_loop_t *loop;
 	struct ruda_vulkan vulkan;
-	struct ruda_device *device;
-	struct ruda_pipeline_registry pipelines;
-	struct ruda_pipeline_registry *pipeline_list[1];
+	struct ruda_device_set devices;
 	struct ruda_server server;
 	struct ruda_config config; /* running: the file, then the command line */
 	struct ruda_config cli;    /* the command line alone, applied on every reload */
 	const char *config_path;
 	bool config_explicit; /* --config: the file must exist */
 	struct ruda_policy policy;
-	struct ruda_pipeline_cache_saver cache_saver;
 	uv_signal_t sigint, sigterm, sighup;
 	uv_timer_t service_timer; /* watchdog pings and STATUS= for systemd */
 	bool service_timer_on;
@@ -58,14 +56,23 @@ struct daemon {
 static int recreate_device(void *data, uint32_t index)
 {
 	struct daemon *d = data;
+	struct ruda_device_entry *entry = &d->devices.slots[index];
 	struct ruda_device_slot slot = {
 		.vulkan = &d->vulkan,
-		.device = &d->device,
-		.pipelines = &d->pipelines,
-		.saver = d->cache_saver.dir ? &d->cache_saver : NULL,
-		.cache_dir = d->cache_saver.dir,
+		.device = &d->devices.devices[index],
+		.pipelines = &entry->pipelines,
+		.saver = entry->cache_saver.dir ? &entry->cache_saver : NULL,
+		.cache_dir = entry->cache_saver.dir,
 	};
-	return ruda__device_recreate(&d->server.ctx, index, &slot);
+	/* what rudad keeps about the device beyond Vulkan moves to the new one */
+	struct ruda_device *old = d->devices.devices[index];
+	struct ruda_device old_copy = {.physical_index = old->physical_index,
+				       .type_index = old->type_index};
+	struct ruda_device_details *details = old->details;
+	int err = ruda__device_recreate(&d->server.ctx, index, &slot);
+	if (d->devices.devices[index] != old)
+		ruda__device_set_adopt(&d->devices, index, &old_copy, details);
+	return err;
 }
 
 static void usage(FILE *out)
@@ -82,8 +89,10 @@ static void usage(FILE *out)
 		"                           /run/ruda/rudad.sock for root, else\n"
 		"                           $XDG_RUNTIME_DIR/ruda/rudad.sock); a socket\n"
 		"                           passed by systemd is used instead\n"
-		"  -d, --device=SEL         Vulkan device: an index, or part of its name\n"
-		"                           (default: the best one; a GPU before a CPU)\n"
+		"  -d, --device=SEL,...     Vulkan devices to open: indices or parts of\n"
+		"                           names, each opened once per mention (0,0 opens\n"
+		"                           device 0 twice, as two logical devices);\n"
+		"                           default: all (GPUs only when there are any)\n"
 		"      --arena-size=BYTES   shared memory per client (default 16M)\n"
 		"      --max-clients=N      clients connected at once (default 1024)\n"
 		"      --log-level=LEVEL    error, warning, notice, info or debug\n"
@@ -145,10 +154,19 @@ static int read_config(struct daemon *d, struct ruda_config *out, ruda_config_re
 static void notify_status(struct daemon *d, const char *extra)
 {
 	char status[sizeof(d->status)];
+	uint64_t bytes = 0, buffers = 0;
+	for (uint32_t i = 0; i < d->devices.count; i++) {
+		bytes += d->devices.devices[i]->stats.bytes;
+		buffers += d->devices.devices[i]->stats.buffers;
+	}
+	char on[300];
+	if (d->devices.count == 1)
+		snprintf(on, sizeof(on), "%s", d->devices.devices[0]->props.deviceName);
+	else
+		snprintf(on, sizeof(on), "%u devices", d->devices.count);
 	snprintf(status, sizeof(status), "%u clients, %llu MiB in %llu buffers on %s",
-		 (unsigned)d->server.ctx.sessions.count,
-		 (unsigned long long)(d->device->stats.bytes >> 20),
-		 (unsigned long long)d->device->stats.buffers, d->device->props.deviceName);
+		 (unsigned)d->server.ctx.sessions.count, (unsigned long long)(bytes >> 20),
+		 (unsigned long long)buffers, on);
 	if (!extra && strcmp(status, d->status) == 0)
 		return;
 	snprintf(d->status, sizeof(d->status), "%s", status);
@@ -494,38 +512,28 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit(d.config.max_clients);
 
+	/* the thread pool compiles kernels and reduces all-reduce data: a
+	 * thread per core (libuv's default is 4) unless the environment says */
+	if (!getenv("UV_THREADPOOL_SIZE")) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		char threads[16];
+		snprintf(threads, sizeof(threads), "%ld", cores < 4 ? 4 : cores > 64 ? 64 : cores);
+		setenv("UV_THREADPOOL_SIZE", threads, 0);
+	}
 	d.loop = uv_default_loop();
 	const char *cache_dir = d.config.cache_directory;
 	if (cache_dir)
 		ruda__pipeline_cache_setup_driver_caches(cache_dir);
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
-	const char *device_selector = d.config.devices;
-	int physical = ruda__vulkan_select(&d.vulkan, device_selector);
-	if (physical < 0) {
-		log_error("no Vulkan device %s%s", device_selector ? "matches " : "found",
-			  device_selector ? device_selector : "");
-		ruda__vulkan_finish(&d.vulkan);
-		return 1;
-	}
-	if (ruda__device_create(&d.vulkan, (uint32_t)physical, 0, d.loop, &d.device) < 0) {
-		ruda__vulkan_finish(&d.vulkan);
-		return 1;
-	}
-	uv_unref((uv_handle_t *)&d.device->async);
-	d.device->submission_timeout_ns = (uint64_t)d.config.submission_timeout_ms * 1000000u;
-	log_notice("device 0: %s", d.device->props.deviceName);
 	int rc = 1;
-	if (ruda__pipeline_registry_init(&d.pipelines, d.device, d.loop) < 0)
-		goto out_device;
-	d.pipeline_list[0] = &d.pipelines;
-	if (cache_dir) {
-		ruda__pipeline_cache_load(d.device, cache_dir);
-		ruda__pipeline_cache_saver_init(&d.cache_saver, d.loop, d.device, &d.pipelines,
-						cache_dir, CACHE_SAVE_PERIOD_MS);
-	}
-	if (ruda__server_init(&d.server, d.loop, &so, &d.device, d.pipeline_list, 1) < 0)
-		goto out_pipelines;
+	if (ruda__device_set_open(&d.devices, &d.vulkan, d.config.devices, d.loop,
+				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,
+				  CACHE_SAVE_PERIOD_MS) < 0)
+		goto out_devices;
+	if (ruda__server_init(&d.server, d.loop, &so, d.devices.devices, d.devices.pipelines,
+			      d.devices.count) < 0)
+		goto out_devices;
 	d.server.ctx.drain = admin_drain;
 	d.server.ctx.shutdown = admin_shutdown;
 	d.server.ctx.hook_data = &d;
@@ -549,12 +557,10 @@ int main(int argc, char **argv)
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	ruda__server_finish(&d.server);
 	rc = 0;
-out_pipelines:
-	ruda__pipeline_cache_saver_finish(&d.cache_saver);
-	ruda__pipeline_registry_finish(&d.pipelines);
-out_device:
-	ruda__device_destroy(d.device);
+out_devices:
+	ruda__device_set_close(&d.devices);
 	uv_run(d.loop, UV_RUN_DEFAULT); /* let closed handles finish */
+	ruda__device_set_free(&d.devices);
 	ruda__vulkan_finish(&d.vulkan);
 	uv_loop_close(d.loop);
 	ruda__config_finish(&d.config);

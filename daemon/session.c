@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "device.h"
 #include "buffer.h"
+#include "collective.h"
 #include "dispatch.h"
 #include "graph.h"
 #include "log.h"
@@ -117,6 +118,7 @@ void ruda__session_destroy(struct ruda_session *s)
 	if (s->throttled)
 		unthrottle(s);
 	exclusive_forget(s);
+	ruda__collective_session_gone(s);
 	struct ruda_session_profile *prof;
 	while ((prof = ruda__handle_table_pop(&s->profiles, NULL))) {
 		ruda__session_profile_release(s, prof->query_pair);
@@ -549,6 +551,7 @@ static void exclusive_forget(struct ruda_session *s)
 
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
+	ruda__collective_finish(ctx);
 	free(ctx->scratch);
 	ctx->scratch = NULL;
 	for (uint32_t i = 0; ctx->throughputs && i < ctx->ndevices; i++) {

@@ -88,6 +88,7 @@ struct ruda_session_context {
 	void (*shutdown)(void *data); /* as SIGTERM */
 	void *hook_data;
 	int draining; /* drain() has been called */
+	struct ruda_collectives *collectives; /* owned by collective.c; NULL: none yet */
 	/* Re-create device `index` after it was lost (daemon/recovery.c), set
 	 * by whoever owns the devices; NULL: a lost device stays lost. Called
 	 * at the end of a loop iteration; returns 0 when done, -EAGAIN to be

@@ -134,6 +134,19 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
 }
 
+ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
+				      const VkBufferCopy *regions, uint32_t n,
+				      struct ruda_ref *hold, struct ruda_ref *hold2)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || (hold && ruda__submission_hold(s->recording, hold) < 0) ||
+	    (hold2 && ruda__submission_hold(s->recording, hold2) < 0))
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	if (n)
+		vkCmdCopyBuffer(cmd, src, dst, n, regions);
+	return after_record(s);
+}
+
 ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *region,
 				     uint64_t region_offset, struct ruda_buffer *buffer,
 				     uint64_t offset, uint64_t size, int to_buffer)

@@ -109,6 +109,14 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pip
 				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size);
 
+/* Copy `n` regions from `src` to `dst` (daemon-owned buffers, e.g. host
+ * staging imported into this device) after everything recorded before
+ * it; `hold` and `hold2` (either may be NULL) stay alive until the copy is
+ * done. */
+ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
+				      const VkBufferCopy *regions, uint32_t n,
+				      struct ruda_ref *hold, struct ruda_ref *hold2);
+
 /* Record an inline-executed secondary command buffer of `commands` commands
  * (a graph's replay), keeping `hold` alive until it has run. */
 ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondary,

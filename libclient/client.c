@@ -19,6 +19,7 @@
 #include "../proto/sha256.h"
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
+#include "client_private.h"
 #include "client_internal.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
@@ -63,6 +64,7 @@ struct ruda_client {
 	uint64_t session_id;
 	uint32_t priority; /* granted at Hello */
 	ruda_device_properties props;
+	struct ruda_client_devices devices; /* every device of the daemon */
 	struct ruda_tensor_state *tensors; /* tensor.c */
 	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
 	char last_error[512];
@@ -456,6 +458,7 @@ static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d
 	p->subgroup_size = d->subgroup_size;
 	p->device_local_bytes = d->device_local_bytes;
 	p->host_import = d->host_import;
+	ruda__client_properties_extend(p, d);
 }
 
 /* Map the arena the daemon passed and check it is what it says. */
@@ -492,6 +495,11 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 	h.protocol_version = RUDA_PROTOCOL_VERSION;
 	h.client_name = (char *)(o && o->client_name ? o->client_name : program_invocation_short_name);
 	h.device_index = o ? o->device_index : 0;
+	if (o && o->use_device_id) {
+		h.by_device_id = 1;
+		h.device_type_id = o->device_id.type_id;
+		h.device_type_index = o->device_id.index_id;
+	}
 	h.priority = o ? o->priority : 0;
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
@@ -512,6 +520,10 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		c->session_id = reply->hello->session_id;
 		c->priority = reply->hello->priority;
 		copy_properties(&c->props, reply->hello->devices[reply->hello->device_index]);
+		if (ruda__client_devices_init(&c->devices, reply->hello, copy_properties) < 0)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+		else
+			c->devices.fingerprint = ruda__client_devices_fingerprint(&c->props);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -525,6 +537,7 @@ static void client_free(ruda_client *c)
 	if (c->arena)
 		munmap(c->arena, c->arena_size);
 	ruda__arena_ring_finish(&c->ring);
+	ruda__client_devices_finish(&c->devices);
 	ruda__tensor_state_free(c->tensors);
 	ruda__frame_reader_finish(&c->in);
 	ruda__frame_writer_finish(&c->out);
@@ -1308,9 +1321,42 @@ int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
 
 /* ---- for the library's other files --------------------------------------- */
 
+ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
+{
+	return call(c, req, out);
+}
+
 ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
 {
 	return post(c, req, now);
+}
+
+uint64_t ruda__client_new_handle(ruda_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint64_t id = c->next_handle++;
+	pthread_mutex_unlock(&c->lock);
+	return id;
+}
+
+void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pthread_mutex_lock(&c->lock);
+	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	pthread_mutex_unlock(&c->lock);
+	va_end(ap);
+}
+
+ruda_device_properties *ruda__client_props(ruda_client *c)
+{
+	return &c->props;
+}
+
+const struct ruda_client_devices *ruda__client_devices(const ruda_client *c)
+{
+	return &c->devices;
 }
 
 ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req)

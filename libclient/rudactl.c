@@ -647,6 +647,8 @@ static void print_devices(const struct snapshot *snap)
 		printf("device %u: %s\n", d->index, d->name);
 		printf("  %-14s %s (vendor 0x%04x, device 0x%04x)\n", "type", d->type, d->vendor_id,
 		       d->device_id);
+		printf("  %-14s %s %u; physical device %u\n", "id", d->type, d->type_index,
+		       d->physical_index);
 		printf("  %-14s %s, driver 0x%08x\n", "vulkan",
 		       fmt_vk_version(v, sizeof(v), d->api_version), d->driver_version);
 		printf("  %-14s %s\n", "cache uuid",

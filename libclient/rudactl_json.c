@@ -258,6 +258,9 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "pipelines", d->pipelines);
 	json_u64(j, "kernels_compiled", d->kernels_compiled);
 	json_u64(j, "gpu_time_ns", d->gpu_time_ns);
+	json_u64(j, "physical_index", d->physical_index);
+	json_u64(j, "type_index", d->type_index);
+	json_u64(j, "busy_ns", d->busy_ns);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

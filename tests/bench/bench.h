@@ -162,6 +162,10 @@ void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launc
  * starts and stops others of its own for (iv). */
 void bench_first_launch(struct bench_daemon *warm);
 
+/* All-reduce and to_client between the devices rudad opens (devices.c):
+ * starts a daemon of its own. */
+void bench_devices(void);
+
 /* ---- a kernel runner --------------------------------------------------------- */
 
 /* The same kernel work through libruda or with plain Vulkan in this process

@@ -5,10 +5,13 @@
  *   bench [--quick] [--only GROUP[,GROUP]] [--build-dir DIR] [--json PATH]
  *
  * GROUP: transfers, launch, first_launch, kernels, scaling, priority,
- * connections (the `groups` table below). Environment:
+ * connections, devices (the `groups` table below). Environment:
  *   RUDA_BENCH_MAX_BYTES  largest transfer (default 1G; K, M, G suffixes)
  *   RUDA_BENCH_DEVICE     the device (rudad --device syntax) for rudad and
  *                         for the in-process baselines
+ *   RUDA_BENCH_DEVICES    the devices of the devices group (rudad --device
+ *                         syntax; default: all, or device 0 twice when
+ *                         there is one)
  */
 #include <errno.h>
 #include <libgen.h>
@@ -100,6 +103,13 @@ static void run_connections(struct bench_daemon *warm, const ruda_device_propert
 	bench_connections();
 }
 
+static void run_devices(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	(void)warm; /* it starts a rudad of its own, on every device */
+	(void)props;
+	bench_devices();
+}
+
 /* A group: its name for --only, what runs it (with the warm daemon) and
  * its table's header. Add a line for a new group. */
 static const struct bench_group {
@@ -150,6 +160,14 @@ static const struct bench_group {
 	 "connection scale: idle clients connected to one rudad at once", "value", "baseline",
 	 "memory: the daemon's resident growth per client outside the arenas' mappings\n"
 	 "connect: ruda_client_connect with the others connected, against connects with none"},
+	{"devices", run_devices,
+	 "between devices: all-reduce (f32, every device) and to_client (device 0 to 1) inside "
+	 "rudad, against the same bytes through the client",
+	 "rudad", "via client",
+	 "via client = read each source to the client, reduce there, write each destination, "
+	 "sync (to_client: read + create + sync)\n"
+	 "GB/s = buffer bytes / time, medians; every result checked against a CPU reference; "
+	 "ratio = rudad / via client, higher is better"},
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

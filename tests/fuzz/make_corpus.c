@@ -406,6 +406,50 @@ static void graph(int what, uint64_t id)
 	}
 }
 
+static void utilization(void)
+{
+	Ruda__Utilization u = RUDA__UTILIZATION__INIT;
+	REQ(utilization, UTILIZATION, &u);
+}
+
+/* A copy into session `target` (the replay's own session is often 1). */
+static void to_client(uint64_t handle, uint64_t size, uint64_t target, int tensor)
+{
+	Ruda__ToClient t = RUDA__TO_CLIENT__INIT;
+	uint64_t shape[2] = {4, 8}, strides[2] = {1, 4};
+	t.handle = handle;
+	t.size = size;
+	t.target_session = target;
+	t.target_handle = 100;
+	if (tensor) {
+		t.n_shape = t.n_strides = 2;
+		t.shape = shape;
+		t.strides = strides;
+		t.elem_size = 4;
+	}
+	REQ(to_client, TO_CLIENT, &t);
+}
+
+static void all_reduce(uint64_t src, uint64_t dst, uint64_t size, uint32_t type, uint32_t op)
+{
+	uint32_t devices[1] = {0};
+	Ruda__CollectiveInit ci = RUDA__COLLECTIVE_INIT__INIT;
+	ci.n_devices = 1;
+	ci.devices = devices;
+	REQ(collective_init, COLLECTIVE_INIT, &ci);
+	Ruda__AllReduce a = RUDA__ALL_REDUCE__INIT;
+	a.src = src;
+	a.dst = dst;
+	a.size = size;
+	a.elem_type = type;
+	a.op = (Ruda__ReduceOp)op;
+	a.n_devices = 1;
+	a.devices = devices;
+	REQ(all_reduce, ALL_REDUCE, &a);
+	Ruda__CollectiveSync cs = RUDA__COLLECTIVE_SYNC__INIT;
+	REQ(collective_sync, COLLECTIVE_SYNC, &cs);
+}
+
 static void hello(void)
 {
 	Ruda__Hello h = RUDA__HELLO__INIT;
@@ -514,6 +558,11 @@ int main(int argc, char **argv)
 	begin(); memory(0); save("memory_usage");
 	begin(); empty(1, 1 << 20); release(&one, 1); memory(1); save("memory_cleanup");
 	begin(); memory(2); save("memory_compact");
+	begin(); empty(1, 4096); utilization(); save("utilization");
+	begin(); empty(1, 4096); to_client(1, 4096, 1, 0); to_client(1, 0, 2, 1); sync_();
+	save("to_client");
+	begin(); empty(1, 4096); empty(2, 4096); all_reduce(1, 2, 4096, 0, 4); all_reduce(1, 2, 6, 3, 9);
+	save("all_reduce");
 	/* counts (2, 2, 2) written by fill: the arena's bytes are SPIR-V, whose
 	 * words as counts would run for as long as the submission limit */
 	begin(); empty(1, 4096); empty(2, 64); kernel_register(1, 0, 0); launch(1, 1, 2, 0, 0, 2, 3);

@@ -481,6 +481,31 @@ START_TEST(clients_view_counts)
 }
 END_TEST
 
+/* One physical device opened twice: rudactl shows both, with their ids. */
+START_TEST(devices_lists_logical_devices)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, (const char *const[]){"--device", "0,0", NULL});
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "devices", "--json");
+	expect_ok(r, "devices --json");
+	struct flat *j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "devices.0.index"), 0);
+	ck_assert_uint_eq(jnum(j, "devices.1.index"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.type_index"), 0);
+	ck_assert_uint_eq(jnum(j, "devices.1.type_index"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.1.physical_index"), jnum(j, "devices.0.physical_index"));
+	ck_assert_ptr_null(jget(j, "devices.2.name"));
+	json_free(j);
+	CTL(r, &d, "devices");
+	expect_ok(r, "devices");
+	ck_assert_ptr_nonnull(strstr(r->out, "device 1: "));
+	ck_assert_ptr_nonnull(strstr(r->out, "physical device 0"));
+	free(r);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(status_memory_devices_cache)
 {
 	struct test_daemon d;
@@ -1040,6 +1065,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, clients_view_counts);
 	tcase_add_test(tc, status_memory_devices_cache);
+	tcase_add_test(tc, devices_lists_logical_devices);
 	tcase_add_test(tc, metrics_exposition);
 	tcase_add_test(tc, kill_disconnects_and_frees);
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);

@@ -215,6 +215,24 @@ START_TEST(bad_file)
 }
 END_TEST
 
+/* A list of devices: repeats allowed (logical devices), empty items not. */
+START_TEST(device_lists)
+{
+	struct ruda_config c;
+	struct errors e;
+	ck_assert_int_eq(parse(&c, "devices = 0, 0 ,llvmpipe\n", &e), 0);
+	ck_assert_str_eq(c.devices, "0, 0 ,llvmpipe");
+	ruda__config_finish(&c);
+	static const char *const bad[] = {"devices = 0,,1\n", "devices = 0,\n",
+					  "devices = , 0\n", "devices = 0, ,1\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(parse(&c, bad[i], &e), 1);
+		ck_assert_msg(has_error(&e, "t.conf:1: ", "empty item"), "%s", bad[i]);
+		ruda__config_finish(&c);
+	}
+}
+END_TEST
+
 START_TEST(long_lines_and_nul)
 {
 	size_t len = 5000;
@@ -426,6 +444,7 @@ int main(void)
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, good_file);
 	tcase_add_test(tc, bad_file);
+	tcase_add_test(tc, device_lists);
 	tcase_add_test(tc, long_lines_and_nul);
 	tcase_add_test(tc, sizes);
 	tcase_add_test(tc, overrides);

@@ -82,6 +82,63 @@ typedef enum ruda_device_type {
 	RUDA_DEVICE_CPU = 4,
 } ruda_device_type;
 
+/*
+ * A device as the seed names it (DeviceId): its type (a ruda_device_type
+ * value) and its index among the daemon's devices of that type.
+ */
+typedef struct ruda_device_id {
+	uint16_t type_id;
+	uint32_t index_id;
+} ruda_device_id;
+
+/* Element types (the seed's ElemType), for reductions and feature bits. */
+typedef enum ruda_elem_type {
+	RUDA_ELEM_F32 = 0,
+	RUDA_ELEM_I32 = 1,
+	RUDA_ELEM_U32 = 2,
+	RUDA_ELEM_F16 = 3,
+	RUDA_ELEM_BF16 = 4,
+	RUDA_ELEM_F64 = 5,
+	RUDA_ELEM_I8 = 6,
+	RUDA_ELEM_I16 = 7,
+	RUDA_ELEM_I64 = 8,
+	RUDA_ELEM_U8 = 9,
+	RUDA_ELEM_U16 = 10,
+	RUDA_ELEM_U64 = 11,
+} ruda_elem_type;
+
+/* Bytes of one element of `type`; 0 for an unknown type. */
+#define RUDA_ELEM_SIZE(type)                                                            \
+	((type) == RUDA_ELEM_F64 || (type) == RUDA_ELEM_I64 || (type) == RUDA_ELEM_U64 ? 8u \
+	 : (type) == RUDA_ELEM_F16 || (type) == RUDA_ELEM_BF16 || (type) == RUDA_ELEM_I16 || \
+			 (type) == RUDA_ELEM_U16                                          \
+		 ? 2u                                                                     \
+	 : (type) == RUDA_ELEM_I8 || (type) == RUDA_ELEM_U8 ? 1u                          \
+	 : (unsigned)(type) <= RUDA_ELEM_U64 ? 4u : 0u)
+
+/* A cooperative-matrix (tensor core) shape: D (MxN) = A (MxK) * B (KxN) + C. */
+typedef struct ruda_coop_matrix_shape {
+	uint32_t m, n, k;
+	ruda_elem_type a, b, c, d;
+} ruda_coop_matrix_shape;
+
+#define RUDA_MAX_COOP_SHAPES 32
+#define RUDA_MAX_HEAPS 16
+
+/* What kernels may use on a device (the seed's Features). */
+typedef struct ruda_features {
+	uint32_t elem_types;        /* bit (1u << ruda_elem_type) per type kernels may use */
+	uint32_t atomic_elem_types; /* types with buffer atomics */
+	uint32_t subgroup_operations; /* VkSubgroupFeatureFlags */
+	uint32_t coop_matrix_count;
+	ruda_coop_matrix_shape coop_matrix[RUDA_MAX_COOP_SHAPES];
+} ruda_features;
+
+typedef struct ruda_memory_heap {
+	uint64_t size;
+	int device_local;
+} ruda_memory_heap;
+
 /* What the daemon reports about the device of a session. */
 typedef struct ruda_device_properties {
 	uint32_t index;
@@ -103,6 +160,17 @@ typedef struct ruda_device_properties {
 	uint32_t subgroup_size;
 	uint64_t device_local_bytes;
 	int host_import; /* arenas are DMA'd directly (no copy in the daemon) */
+	ruda_device_id id;
+	uint32_t physical_index; /* devices with the same one share the hardware */
+	uint32_t min_subgroup_size, max_subgroup_size;
+	uint32_t max_shared_memory; /* bytes of workgroup memory */
+	uint32_t max_storage_buffers; /* per kernel */
+	uint32_t timestamp_period_ps;
+	uint32_t spirv_version; /* 0x00MMmm00 */
+	int memory_budget;      /* utilization's heap figures come from the driver */
+	uint32_t heap_count;
+	ruda_memory_heap heaps[RUDA_MAX_HEAPS];
+	ruda_features features;
 } ruda_device_properties;
 
 typedef struct ruda_connect_options {
@@ -113,6 +181,9 @@ typedef struct ruda_connect_options {
 	const char *client_name;
 	/* Index of the daemon's device to use. */
 	uint32_t device_index;
+	/* Non-zero: use the device `device_id` names instead of device_index. */
+	int use_device_id;
+	ruda_device_id device_id;
 	/* Scheduling priority asked for, RUDA_PRIORITY_LOWEST..HIGHEST; 0: the
 	 * daemon's default (RUDA_PRIORITY_NORMAL). The daemon grants at most
 	 * what its policy allows this user (ruda_client_priority says what was
@@ -579,6 +650,137 @@ typedef struct ruda_daemon_stats {
 
 /* Counters of the daemon and of this session. */
 ruda_status ruda_client_daemon_stats(ruda_client *client, ruda_daemon_stats *out);
+
+/* ---- several devices and collectives ------------------------------------ */
+
+/*
+ * rudad may open several devices (or one device several times, as separate
+ * logical devices); a client uses the one it named at connect. These calls
+ * answer from the list the daemon sent at connect, without a round trip.
+ */
+
+/* This client's device (ErasedClient::device_id). */
+ruda_device_id ruda_client_device_id(const ruda_client *client);
+/* Up to `max` ids of the daemon's devices of type `type_id`, in index
+ * order, into `out` (may be NULL); returns how many there are
+ * (ErasedClient::enumerate_devices). */
+size_t ruda_client_enumerate_devices(const ruda_client *client, uint16_t type_id,
+				     ruda_device_id *out, size_t max);
+/* Every device of the daemon, in the daemon's order
+ * (ErasedClient::enumerate_all_devices). */
+size_t ruda_client_enumerate_all_devices(const ruda_client *client, ruda_device_id *out,
+					 size_t max);
+size_t ruda_client_device_count(const ruda_client *client, uint16_t type_id);
+size_t ruda_client_device_count_total(const ruda_client *client);
+/* The properties of the daemon's device `id` (any device, not only this
+ * client's); RUDA_ERROR_INVALID_ARGUMENT when there is none. */
+ruda_status ruda_client_device_properties(const ruda_client *client, ruda_device_id id,
+					  ruda_device_properties *out);
+
+/* The features of this client's device (ErasedClient::features). */
+ruda_status ruda_client_features(const ruda_client *client, ruda_features *out);
+/*
+ * This client's own copy of its device's properties, to edit
+ * (ErasedClient::properties_mut): what ruda_client_properties and
+ * ruda_client_features return afterwards. The daemon is not told. Not to be
+ * used while other threads read properties of the same client.
+ */
+ruda_device_properties *ruda_client_properties_mut(ruda_client *client);
+/* A 64-bit checksum of the device's properties as the daemon reported
+ * them (ErasedClient::properties_fingerprint): equal for equal devices. */
+uint64_t ruda_client_properties_fingerprint(const ruda_client *client);
+
+/* What a kernel compiler targets (ErasedClient::target_properties). */
+typedef struct ruda_target_properties {
+	uint32_t spirv_version;     /* 0x00MMmm00 */
+	uint32_t subgroup_size;     /* default */
+	uint32_t min_subgroup_size, max_subgroup_size;
+	uint32_t max_workgroup_invocations;
+	uint32_t max_shared_memory;
+	uint32_t min_storage_buffer_offset_alignment;
+	uint32_t max_bindings;
+	uint32_t max_push_constants_size;
+	uint32_t coop_matrix_count; /* shapes in ruda_features */
+} ruda_target_properties;
+
+ruda_status ruda_client_target_properties(const ruda_client *client,
+					  ruda_target_properties *out);
+
+/* Vector widths (elements) that make memory access efficient for
+ * `elem_size`-byte elements, widest first, into `out` (up to max); returns
+ * how many (ErasedClient::io_optimized_vector_sizes). */
+size_t ruda_client_io_optimized_vector_sizes(const ruda_client *client, size_t elem_size,
+					     uint32_t *out, size_t max);
+
+/* How busy this client's device is (ErasedClient::utilization). rudad
+ * measures the device time of every submission on each queue. */
+typedef struct ruda_device_utilization {
+	double recent;       /* busy fraction (0..1) over the last window */
+	uint64_t window_ns;  /* that window's length */
+	uint64_t busy_ns;    /* device time since rudad opened the device */
+	uint64_t uptime_ns;  /* time since then */
+	uint64_t inflight;   /* submissions queued now */
+	uint64_t bytes;      /* device memory held by buffers, all clients */
+	uint32_t heap_count; /* heaps with figures below; 0 without VK_EXT_memory_budget */
+	uint64_t heap_usage[RUDA_MAX_HEAPS];
+	uint64_t heap_budget[RUDA_MAX_HEAPS];
+} ruda_device_utilization;
+
+ruda_status ruda_client_utilization(ruda_client *client, ruda_device_utilization *out);
+
+/* Whether devices exchange data inside rudad (to_client, collectives):
+ * always 1 (ErasedClient::has_device_transport). */
+int ruda_client_has_device_transport(const ruda_client *client);
+
+/*
+ * Move a buffer to another client of the same process (possibly on another
+ * device): `*out` is a new buffer of `dst`, holding src's bytes once the
+ * call returns (ErasedClient::to_client). The bytes travel inside rudad
+ * (device -> daemon memory -> device, or one device copy when both clients
+ * use the same device), never through this process. Waits for the copy.
+ * `dtype` is the element type, for the record. RUDA_ERROR_PERMISSION when
+ * `dst` belongs to another process.
+ */
+ruda_status ruda_client_to_client(ruda_client *client, ruda_handle src, ruda_client *dst,
+				  ruda_elem_type dtype, ruda_handle *out);
+/* The same for a strided tensor (ErasedClient::to_client_tensor): `rank`
+ * dimensions of `shape` and `strides` (in elements of `elem_size` bytes,
+ * from src.offset); the new buffer holds it packed (row-major). */
+ruda_status ruda_client_to_client_tensor(ruda_client *client, ruda_handle src,
+					 const uint64_t *shape, const uint64_t *strides,
+					 size_t rank, size_t elem_size, ruda_client *dst,
+					 ruda_elem_type dtype, ruda_handle *out);
+
+/* Reductions of ruda_client_all_reduce (the seed's ReduceOperation). */
+typedef enum ruda_reduce_op {
+	RUDA_REDUCE_SUM = 0,
+	RUDA_REDUCE_PROD = 1,
+	RUDA_REDUCE_MAX = 2,
+	RUDA_REDUCE_MIN = 3,
+	RUDA_REDUCE_MEAN = 4,
+} ruda_reduce_op;
+
+/* Check that collectives over `devices` can run from this client
+ * (ErasedClient::ensure_init_collective): they exist, are distinct and
+ * include this client's device. */
+ruda_status ruda_client_ensure_init_collective(ruda_client *client, const ruda_device_id *devices,
+					       size_t count);
+/*
+ * All-reduce (ErasedClient::all_reduce): one client per device of
+ * `devices` makes this call, in the same order as the others; once all
+ * have, each one's `dst` holds the element-wise `op` of every `src`
+ * (src.size bytes of `dtype`: f32, i32, u32 or f16; mean of integers
+ * truncates). Queued, no wait: ruda_client_sync_collective reports the
+ * outcome, and dst must not be used before it has returned. Calls that do
+ * not match (sizes, types, operations, device sets) fail for every
+ * participant, as does a participant that disconnects.
+ */
+ruda_status ruda_client_all_reduce(ruda_client *client, ruda_handle src, ruda_handle dst,
+				   ruda_elem_type dtype, const ruda_device_id *devices,
+				   size_t count, ruda_reduce_op op);
+/* Wait for every collective this client joined; return (and clear) the
+ * first error (ErasedClient::sync_collective). */
+ruda_status ruda_client_sync_collective(ruda_client *client);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,33 @@
+/*
+ * Collectives between the sessions of several devices: all-reduce, matched
+ * by the daemon. Each device's session makes the same calls in the same
+ * order; the k-th call of one device meets the k-th of the others. Data
+ * moves device -> daemon host memory (imported into every device) -> CPU
+ * reduction in the thread pool -> device, never through a client.
+ */
+#ifndef RUDA_COLLECTIVE_H
+#define RUDA_COLLECTIVE_H
+
+#include "ruda.pb-c.h"
+
+struct ruda_session;
+struct ruda_session_context;
+
+/* A collective still missing participants after this long fails. */
+#define RUDA_COLLECTIVE_TIMEOUT_MS 60000u
+
+void ruda__handle_collective_init(struct ruda_session *s, const Ruda__Request *req);
+void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req);
+void ruda__handle_collective_sync(struct ruda_session *s, const Ruda__Request *req);
+
+/* The session is going: fail the collectives waiting for it. */
+void ruda__collective_session_gone(struct ruda_session *s);
+/* Release the context's collective state (at shutdown). */
+void ruda__collective_finish(struct ruda_session_context *ctx);
+
+/* Reduce `n` arrays of `count` elements lying `stride` bytes apart from
+ * `base` into the first, in order (exported for the unit suite). */
+void ruda__collective_reduce(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin,
+			     uint64_t end, uint32_t elem_type, uint32_t op);
+
+#endif
