@@ -25,8 +25,10 @@ struct ruda_waiter;
 /* Commands per command buffer before it is submitted anyway. */
 #define RUDA_STREAM_BATCH 1024u
 /* Submissions of one stream in flight before its client is made to wait:
- * bounds the GPU work (and memory) one client can queue. */
-#define RUDA_STREAM_MAX_INFLIGHT 2u
+ * bounds the GPU work (and memory) one client can queue. With 2, a stream
+ * of tiny launches left the H200 idle between batches (0.69x in-process
+ * launches/s); 4 keeps it fed (0.99x; docs/performance.md). */
+#define RUDA_STREAM_MAX_INFLIGHT 4u
 
 /* What the last launch left bound in a command buffer: a launch with the
  * same kernel and bindings records neither again. */
