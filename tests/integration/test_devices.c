@@ -115,8 +115,14 @@ START_TEST(properties_values)
 	ck_assert_uint_eq(p[0].features.elem_types & need, need);
 	ck_assert_uint_ne(p[0].features.atomic_elem_types & (1u << RUDA_ELEM_U32), 0);
 	ck_assert_uint_ne(p[0].features.subgroup_operations, 0);
-	/* lavapipe has no tensor cores */
-	ck_assert_uint_eq(p[0].features.coop_matrix_count, 0);
+	/* lavapipe has no tensor cores; a GPU's shapes are whole ones (an H200
+	 * reports 10) */
+	if (p[0].type == RUDA_DEVICE_CPU)
+		ck_assert_uint_eq(p[0].features.coop_matrix_count, 0);
+	ck_assert_uint_le(p[0].features.coop_matrix_count, RUDA_MAX_COOP_SHAPES);
+	for (uint32_t i = 0; i < p[0].features.coop_matrix_count; i++)
+		ck_assert(p[0].features.coop_matrix[i].m && p[0].features.coop_matrix[i].n &&
+			  p[0].features.coop_matrix[i].k);
 	ruda_features f;
 	ck_assert_int_eq(ruda_client_features(clients[0], &f), RUDA_OK);
 	ck_assert_uint_eq(f.elem_types, p[0].features.elem_types);
