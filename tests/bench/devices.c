@@ -106,10 +106,14 @@ static void all_reduce(struct devices *d, uint64_t bytes, int op, int reps)
 		in[i] = malloc(bytes);
 		BENCH_CHECK(in[i], "out of host memory");
 		fill_floats(in[i], count, 77 + i);
-		BENCH_CHECK(ruda_client_create(d->clients[i], in[i], bytes, &src[i]) == RUDA_OK &&
-				    ruda_client_empty(d->clients[i], bytes, &dst[i]) == RUDA_OK &&
-				    ruda_client_sync(d->clients[i]) == RUDA_OK,
-			    "buffers on device %u", i);
+		ruda_status st = ruda_client_create(d->clients[i], in[i], bytes, &src[i]);
+		if (st == RUDA_OK)
+			st = ruda_client_empty(d->clients[i], bytes, &dst[i]);
+		if (st == RUDA_OK)
+			st = ruda_client_sync(d->clients[i]);
+		char why[256] = "";
+		ruda_client_last_error(d->clients[i], why, sizeof(why));
+		BENCH_CHECK(st == RUDA_OK, "buffers on device %u: %s: %s", i, ruda_strerror(st), why);
 		BENCH_CHECK(ruda_client_ensure_init_collective(d->clients[i], d->ids, d->n) ==
 				    RUDA_OK,
 			    "ensure_init_collective");
@@ -234,6 +238,10 @@ void bench_devices(void)
 		cap = (uint64_t)pages * (uint64_t)page / 2 / per;
 	if (p.max_buffer_size < cap)
 		cap = p.max_buffer_size;
+	/* a source, a destination and to_client's copy per device, beside the
+	 * allocator's pages (lavapipe's heap is 2 GiB) */
+	if (p.device_local_bytes && p.device_local_bytes / 4 < cap)
+		cap = p.device_local_bytes / 4;
 	if (bench_opt.quick && cap > 64 * MiB)
 		cap = 64 * MiB;
 	cap &= ~(uint64_t)4095;
