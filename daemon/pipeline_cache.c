@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../proto/sha256.h"
@@ -220,6 +221,10 @@ int64_t ruda__pipeline_cache_save(struct ruda_device *d, const char *dir)
 	return (int64_t)(sizeof(h) + size);
 }
 
+/* Free bytes under the cache directory below which the drivers' caches
+ * are not used. */
+#define DRIVER_CACHE_MIN_FREE (64ull * 1024 * 1024)
+
 void ruda__pipeline_cache_setup_driver_caches(const char *dir)
 {
 	/* Mesa (lavapipe and the other Mesa drivers) and NVIDIA keep their own
@@ -230,6 +235,18 @@ void ruda__pipeline_cache_setup_driver_caches(const char *dir)
 	mkdir_p(path);
 	setenv("MESA_SHADER_CACHE_DIR", path, 0);
 	setenv("__GL_SHADER_DISK_CACHE_PATH", path, 0);
+	/* Mesa maps its cache's index file and dies of SIGBUS when writing it
+	 * on a full filesystem: with little room left, the drivers' caches are
+	 * off for this run (ours only fails to save, which is harmless) */
+	struct statvfs fs;
+	if (statvfs(path, &fs) == 0 &&
+	    (uint64_t)fs.f_bavail * fs.f_frsize < DRIVER_CACHE_MIN_FREE) {
+		log_warn("%s: %llu KiB free: the drivers' own shader caches are off for this run",
+			 path, (unsigned long long)((uint64_t)fs.f_bavail * fs.f_frsize / 1024));
+		setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
+		setenv("__GL_SHADER_DISK_CACHE", "0", 0);
+		return;
+	}
 	setenv("__GL_SHADER_DISK_CACHE", "1", 0);
 }
 
