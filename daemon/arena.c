@@ -25,14 +25,14 @@ static void arena_destroy(struct ruda_ref *ref)
 	free(a);
 }
 
-static int arena_import(struct ruda_arena *a)
+int ruda__host_import(struct ruda_device *d, void *map, uint64_t size, VkBuffer *buffer,
+		      VkDeviceMemory *memory)
 {
-	struct ruda_device *d = a->device;
 	VkMemoryHostPointerPropertiesEXT host = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
 	};
 	VkResult r = d->get_memory_host_pointer_properties(
-		d->vk, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, a->map, &host);
+		d->vk, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, map, &host);
 	if (r != VK_SUCCESS)
 		return -EIO;
 	VkExternalMemoryBufferCreateInfo external = {
@@ -42,14 +42,14 @@ static int arena_import(struct ruda_arena *a)
 	VkBufferCreateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
 		.pNext = &external,
-		.size = a->size,
+		.size = size,
 		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
-	if (vkCreateBuffer(d->vk, &info, NULL, &a->buffer) != VK_SUCCESS)
+	if (vkCreateBuffer(d->vk, &info, NULL, buffer) != VK_SUCCESS)
 		return -EIO;
 	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(d->vk, a->buffer, &req);
+	vkGetBufferMemoryRequirements(d->vk, *buffer, &req);
 	int type = ruda__device_memory_type(d, req.memoryTypeBits & host.memoryTypeBits,
 					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
 						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
@@ -59,19 +59,24 @@ static int arena_import(struct ruda_arena *a)
 	VkImportMemoryHostPointerInfoEXT import = {
 		.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
 		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-		.pHostPointer = a->map,
+		.pHostPointer = map,
 	};
 	VkMemoryAllocateInfo alloc = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
 		.pNext = &import,
-		.allocationSize = a->size,
+		.allocationSize = size,
 		.memoryTypeIndex = (uint32_t)type,
 	};
-	if (vkAllocateMemory(d->vk, &alloc, NULL, &a->memory) != VK_SUCCESS)
+	if (vkAllocateMemory(d->vk, &alloc, NULL, memory) != VK_SUCCESS)
 		return -ENOMEM;
-	if (vkBindBufferMemory(d->vk, a->buffer, a->memory, 0) != VK_SUCCESS)
+	if (vkBindBufferMemory(d->vk, *buffer, *memory, 0) != VK_SUCCESS)
 		return -EIO;
 	return 0;
+}
+
+static int arena_import(struct ruda_arena *a)
+{
+	return ruda__host_import(a->device, a->map, a->size, &a->buffer, &a->memory);
 }
 
 /* A host-visible buffer the size of the arena, for devices without host

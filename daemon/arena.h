@@ -36,6 +36,14 @@ void ruda__arena_bounce_in(struct ruda_arena *arena, uint64_t offset, uint64_t s
 /* Downloads, once the device is done: bounce buffer bytes into the arena. */
 void ruda__arena_bounce_out(struct ruda_arena *arena, uint64_t offset, uint64_t size);
 
+/* Import `size` bytes of host memory at `map` (page-aligned, mapped) into
+ * `d` as one transfer buffer bound to imported memory
+ * (VK_EXT_external_memory_host): arenas, staging regions, rudad's host
+ * staging. On failure, what was made is left in *buffer / *memory for the
+ * caller to destroy. */
+int ruda__host_import(struct ruda_device *d, void *map, uint64_t size, VkBuffer *buffer,
+		      VkDeviceMemory *memory);
+
 int ruda__arena_create(struct ruda_device *device, uint64_t size, struct ruda_arena **out);
 
 static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *arena)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "arena.h"
 #include "device.h"
 #include "log.h"
 
@@ -153,50 +154,7 @@ static int import(struct ruda_host_staging *st, struct ruda_host_import *im)
 	if (!d->get_memory_host_pointer_properties ||
 	    (d->import_alignment && st->mapped % d->import_alignment))
 		return -ENOTSUP;
-	VkMemoryHostPointerPropertiesEXT host = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
-	};
-	if (d->get_memory_host_pointer_properties(d->vk,
-						  VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-						  st->map, &host) != VK_SUCCESS)
-		return -EIO;
-	VkExternalMemoryBufferCreateInfo external = {
-		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
-		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-	};
-	VkBufferCreateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.pNext = &external,
-		.size = st->mapped,
-		.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
-	if (vkCreateBuffer(d->vk, &info, NULL, &im->buffer) != VK_SUCCESS)
-		return -EIO;
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(d->vk, im->buffer, &req);
-	int type = ruda__device_memory_type(d, req.memoryTypeBits & host.memoryTypeBits,
-					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-					    0);
-	if (type < 0)
-		return -ENOTSUP;
-	VkImportMemoryHostPointerInfoEXT imp = {
-		.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
-		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-		.pHostPointer = st->map,
-	};
-	VkMemoryAllocateInfo alloc = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-		.pNext = &imp,
-		.allocationSize = st->mapped,
-		.memoryTypeIndex = (uint32_t)type,
-	};
-	if (vkAllocateMemory(d->vk, &alloc, NULL, &im->memory) != VK_SUCCESS)
-		return -ENOMEM;
-	if (vkBindBufferMemory(d->vk, im->buffer, im->memory, 0) != VK_SUCCESS)
-		return -EIO;
-	return 0;
+	return ruda__host_import(d, st->map, st->mapped, &im->buffer, &im->memory);
 }
 
 VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_device *d)
