@@ -124,6 +124,32 @@ static ruda_status send_queued(ruda_client *c)
 	return RUDA_OK;
 }
 
+/* Room for a request of `size` bytes in the output queue: *dst. Lock held. */
+static ruda_status reserve_request(ruda_client *c, size_t size, uint8_t **dst)
+{
+	if (c->broken)
+		return gone_status(c);
+	*dst = size <= RUDA_FRAME_MAX_PAYLOAD
+		       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
+		       : NULL;
+	if (!*dst) {
+		set_error(c, "request of %zu bytes is over the frame limit", size);
+		return size > RUDA_FRAME_MAX_PAYLOAD ? RUDA_ERROR_INVALID_ARGUMENT
+						     : RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return RUDA_OK;
+}
+
+/* The reserved request is written: queue it, and send what is queued once
+ * there is enough of it. Lock held. */
+static ruda_status commit_request(ruda_client *c, size_t size)
+{
+	ruda__frame_writer_commit(&c->out, (uint32_t)size);
+	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
+		return send_queued(c);
+	return RUDA_OK;
+}
+
 /* Give `req` the next id and queue it. Lock held. */
 static ruda_status queue(ruda_client *c, Ruda__Request *req)
 {
@@ -132,19 +158,12 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 	req->id = c->next_request++;
 	req->stream = c->stream;
 	size_t size = ruda__request__get_packed_size(req);
-	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
-			       : NULL;
-	if (!dst) {
-		set_error(c, "request of %zu bytes is over the frame limit", size);
-		return size > RUDA_FRAME_MAX_PAYLOAD ? RUDA_ERROR_INVALID_ARGUMENT
-						     : RUDA_ERROR_OUT_OF_MEMORY;
-	}
+	uint8_t *dst;
+	ruda_status st = reserve_request(c, size, &dst);
+	if (st != RUDA_OK)
+		return st;
 	ruda__request__pack(req, dst);
-	ruda__frame_writer_commit(&c->out, (uint32_t)size);
-	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
-		return send_queued(c);
-	return RUDA_OK;
+	return commit_request(c, size);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
@@ -998,19 +1017,12 @@ static ruda_status queue_launch(ruda_client *c, struct ruda_launch_wire *w)
 	w->id = c->next_request++;
 	w->stream = c->stream;
 	size_t size = ruda__launch_wire_size(w);
-	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda__frame_writer_reserve(&c->out, (uint32_t)size)
-			       : NULL;
-	if (!dst) {
-		set_error(c, "request of %zu bytes is over the frame limit", size);
-		return size > RUDA_FRAME_MAX_PAYLOAD ? RUDA_ERROR_INVALID_ARGUMENT
-						     : RUDA_ERROR_OUT_OF_MEMORY;
-	}
+	uint8_t *dst;
+	ruda_status st = reserve_request(c, size, &dst);
+	if (st != RUDA_OK)
+		return st;
 	ruda__launch_wire_encode(w, dst);
-	ruda__frame_writer_commit(&c->out, (uint32_t)size);
-	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
-		return send_queued(c);
-	return RUDA_OK;
+	return commit_request(c, size);
 }
 
 static ruda_status launch(ruda_client *c, ruda_kernel kernel, ruda_count count,
