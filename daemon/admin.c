@@ -663,11 +663,13 @@ static void admin_drain(struct ruda_session *s, uint64_t request, const Ruda__Ad
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_DRAIN;
 	body.drain = &dr;
-	reply_admin(s, request, &body);
+	/* stop listening first: once the asker reads the reply, the socket
+	 * path is gone and another rudad may start there */
 	if (!ctx->draining) {
 		ctx->draining = 1;
 		ctx->drain(ctx->hook_data);
 	}
+	reply_admin(s, request, &body);
 }
 
 static void admin_shutdown(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
