@@ -4,7 +4,7 @@
 
 #include <ruda/ruda.h>
 
-#include "client_internal.h"
+#include "client_private.h"
 
 static ruda_status send_mode(ruda_client *c, ruda_allocation_mode mode)
 {

@@ -20,7 +20,6 @@
 #include "../proto/socket_path.h"
 #include "arena_ring.h"
 #include "client_private.h"
-#include "client_internal.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
 #include "tensor.h"
@@ -325,7 +324,7 @@ static ruda_status post(ruda_client *c, Ruda__Request *req, int now)
 	return st;
 }
 
-/* ---- for the other files of libruda (client_internal.h) ----------------- */
+/* ---- for the other files of libruda (client_private.h) ----------------- */
 
 ruda_status ruda__client_call_get_fd(ruda_client *c, Ruda__Request *req, Ruda__Reply **out,
 				     int *fd)
@@ -1333,7 +1332,7 @@ int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
 
 /* ---- for the library's other files --------------------------------------- */
 
-ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
+ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **out)
 {
 	return call(c, req, out);
 }
@@ -1341,14 +1340,6 @@ ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Re
 ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
 {
 	return post(c, req, now);
-}
-
-uint64_t ruda__client_new_handle(ruda_client *c)
-{
-	pthread_mutex_lock(&c->lock);
-	uint64_t id = c->next_handle++;
-	pthread_mutex_unlock(&c->lock);
-	return id;
 }
 
 void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
@@ -1371,7 +1362,3 @@ const struct ruda_client_devices *ruda__client_devices(const ruda_client *c)
 	return &c->devices;
 }
 
-ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req)
-{
-	return call(c, req, NULL);
-}

@@ -1,4 +1,6 @@
-/* What libruda's other files need of a connection (client.c). */
+/* What libruda's other files (graph.c, staging.c, allocation.c, devices.c,
+ * ...) need of a connection (client.c): requests with and without replies on
+ * the client's connection and stream, ids, errors, the device list. */
 #ifndef RUDA_CLIENT_PRIVATE_H
 #define RUDA_CLIENT_PRIVATE_H
 
@@ -7,8 +9,24 @@
 
 #include <ruda/ruda.h>
 
-#include "client_internal.h"
 #include "ruda.pb-c.h"
+
+/* Queue a request that needs no answer (sent at once when `now`); its id
+ * and stream are filled in. */
+ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
+/* A round trip: send `req` (with what is queued) and wait for its reply;
+ * *out (optional) receives it, owned by the caller. */
+ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Reply **out);
+/* Send `req` with `fd` (borrowed) passed alongside; wait for the status. */
+ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
+/* A round trip whose reply (*out, the caller's) may carry an fd (*fd, or -1;
+ * the caller's). */
+ruda_status ruda__client_call_get_fd(ruda_client *client, Ruda__Request *req,
+				     Ruda__Reply **out, int *fd);
+/* Record `mode` as the client's allocation mode; returns the previous one. */
+int ruda__client_swap_allocation_mode(ruda_client *client, int mode);
+/* A fresh id for a buffer or a staging region. */
+uint64_t ruda__client_next_id(ruda_client *client);
 
 /* The daemon's devices, as the handshake listed them (devices.c). */
 struct ruda_client_devices {
@@ -17,11 +35,6 @@ struct ruda_client_devices {
 	uint64_t fingerprint; /* of this client's device, as reported */
 };
 
-/* A round trip: send `req` (with what is queued) and wait for its reply;
- * *out (optional) receives it, owned by the caller. */
-ruda_status ruda__client_call_reply(ruda_client *c, Ruda__Request *req, Ruda__Reply **out);
-/* A new buffer id of this client. */
-uint64_t ruda__client_new_handle(ruda_client *c);
 void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 ruda_device_properties *ruda__client_props(ruda_client *c);

@@ -237,7 +237,7 @@ ruda_status ruda_client_utilization(ruda_client *c, ruda_device_utilization *out
 	req.body_case = RUDA__REQUEST__BODY_UTILIZATION;
 	req.utilization = &u;
 	Ruda__Reply *reply = NULL;
-	ruda_status st = ruda__client_call_reply(c, &req, &reply);
+	ruda_status st = ruda__client_call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_UTILIZATION)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK) {
@@ -281,7 +281,7 @@ static ruda_status to_client(ruda_client *c, ruda_handle src, const uint64_t *sh
 	t.size = src.size;
 	t.target_session = ruda_client_session_id(dst);
 	/* the id is the target's: it names the buffer from now on */
-	t.target_handle = ruda__client_new_handle(dst);
+	t.target_handle = ruda__client_next_id(dst);
 	uint64_t packed = src.size;
 	if (rank) {
 		t.n_shape = t.n_strides = rank;
@@ -298,7 +298,7 @@ static ruda_status to_client(ruda_client *c, ruda_handle src, const uint64_t *sh
 	/* the target's queued requests go first (a release of the id's
 	 * previous holder, say) */
 	ruda_client_flush(dst);
-	ruda_status st = ruda__client_call(c, &req);
+	ruda_status st = ruda__client_call(c, &req, NULL);
 	if (st == RUDA_OK)
 		*out = (ruda_handle){.id = t.target_handle, .offset = 0, .size = packed};
 	return st;
@@ -354,7 +354,7 @@ ruda_status ruda_client_ensure_init_collective(ruda_client *c, const ruda_device
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_COLLECTIVE_INIT;
 	req.collective_init = &ci;
-	return ruda__client_call(c, &req);
+	return ruda__client_call(c, &req, NULL);
 }
 
 ruda_status ruda_client_all_reduce(ruda_client *c, ruda_handle src, ruda_handle dst,
@@ -392,5 +392,5 @@ ruda_status ruda_client_sync_collective(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_COLLECTIVE_SYNC;
 	req.collective_sync = &cs;
-	return ruda__client_call(c, &req);
+	return ruda__client_call(c, &req, NULL);
 }

@@ -4,7 +4,7 @@
 
 #include <ruda/ruda.h>
 
-#include "client_internal.h"
+#include "client_private.h"
 #include "ruda.pb-c.h"
 
 struct ruda_graph {
@@ -24,7 +24,7 @@ ruda_status ruda_client_graph_prepare(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_GRAPH_PREPARE;
 	req.graph_prepare = &body;
-	return ruda__client_call(c, &req);
+	return ruda__client_call(c, &req, NULL);
 }
 
 ruda_status ruda_client_graph_start_capture(ruda_client *c)
@@ -35,7 +35,7 @@ ruda_status ruda_client_graph_start_capture(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_GRAPH_START_CAPTURE;
 	req.graph_start_capture = &body;
-	return ruda__client_call(c, &req);
+	return ruda__client_call(c, &req, NULL);
 }
 
 ruda_status ruda_client_graph_stop_capture(ruda_client *c, ruda_graph **out)
@@ -53,7 +53,7 @@ ruda_status ruda_client_graph_stop_capture(ruda_client *c, ruda_graph **out)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_GRAPH_STOP_CAPTURE;
 	req.graph_stop_capture = &body;
-	ruda_status st = ruda__client_call(c, &req);
+	ruda_status st = ruda__client_call(c, &req, NULL);
 	if (st != RUDA_OK) {
 		free(g);
 		return st;

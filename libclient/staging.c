@@ -10,7 +10,7 @@
 
 #include <ruda/ruda.h>
 
-#include "client_internal.h"
+#include "client_private.h"
 
 /* Regions libruda makes are a multiple of this: the host-import granularity
  * of the devices rudad knows (4 KiB to 64 KiB). */
@@ -134,5 +134,5 @@ ruda_status ruda_client_read_to_staging(ruda_client *c, ruda_handle h, const rud
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_READ;
 	req.read = &r;
-	return ruda__client_call(c, &req);
+	return ruda__client_call(c, &req, NULL);
 }
