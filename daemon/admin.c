@@ -152,8 +152,8 @@ static uint64_t uptime_ms(void)
 
 /* What the sessions of one device add up to. */
 struct device_usage {
-	uint32_t clients, arenas;
-	uint64_t arena_bytes, gpu_time_ns;
+	uint32_t clients, arenas, arenas_imported;
+	uint64_t arena_bytes, arena_imported_bytes, gpu_time_ns;
 };
 
 /* Per device (ctx->ndevices entries, caller frees). */
@@ -173,6 +173,10 @@ static struct device_usage *usage_by_device(struct ruda_session_context *ctx)
 		if (s->arena) {
 			d->arenas++;
 			d->arena_bytes += s->arena->size;
+			if (s->arena->state == RUDA_ARENA_ATTACHED) {
+				d->arenas_imported++;
+				d->arena_imported_bytes += s->arena->size;
+			}
 		}
 	}
 	return u;
@@ -241,6 +245,8 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->buffers = d->stats.buffers;
 	m->arena_bytes = u->arena_bytes;
 	m->arenas = u->arenas;
+	m->arenas_imported = u->arenas_imported;
+	m->arena_imported_bytes = u->arena_imported_bytes;
 	m->inflight = d->inflight_count;
 	m->submitted = d->submitted;
 	m->completed = atomic_load(&d->completed);
@@ -313,6 +319,8 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	rights_of(s, &rights);
 	st.admin = rights.admin;
 	st.arena_size = ctx->arena_size;
+	st.min_arena_size = RUDA_ARENA_MIN_SIZE;
+	st.max_arena_size = RUDA_ARENA_MAX_SIZE;
 	st.max_buffers = ctx->max_handles;
 	st.max_output = ctx->max_output;
 	st.session_id = s->id;
@@ -386,6 +394,8 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 	c->kernels_registered = t->usage.kernels_registered;
 	c->gpu_time_ns = t->usage.gpu_time_ns;
 	c->arena_size = t->arena ? t->arena->size : ctx->arena_size;
+	c->arena_imported = t->arena && t->arena->state == RUDA_ARENA_ATTACHED;
+	c->client_arena = t->arena && t->arena->client;
 	c->max_buffers = ctx->max_handles;
 	struct ruda_rights rights;
 	rights_of(t, &rights);
@@ -468,6 +478,8 @@ static void admin_memory(struct ruda_session *s, uint64_t request, const Ruda__A
 		m->buffers = d->stats.buffers;
 		m->arena_bytes = u[i].arena_bytes;
 		m->arenas = u[i].arenas;
+		m->arenas_imported = u[i].arenas_imported;
+		m->arena_imported_bytes = u[i].arena_imported_bytes;
 		m->reserved_bytes = mem->stats.reserved;
 		m->free_bytes = mem->stats.reserved > mem->stats.in_use
 					? mem->stats.reserved - mem->stats.in_use

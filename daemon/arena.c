@@ -127,43 +127,160 @@ void ruda__arena_bounce_out(struct ruda_arena *a, uint64_t offset, uint64_t size
 		memcpy(a->map + offset, a->bounce + offset, size);
 }
 
-int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena **out)
+uint64_t ruda__arena_granularity(const struct ruda_device *d)
 {
-	uint64_t align = d->import_alignment > 4096 ? d->import_alignment : 4096;
-	size = (size + align - 1) / align * align;
+	return d->import_alignment > 4096 ? d->import_alignment : 4096;
+}
+
+/* The header the client checks, written once the arena is mapped. */
+static void write_header(struct ruda_arena *a)
+{
+	struct ruda_arena_header *h = ruda__arena_header(a);
+	h->magic = RUDA_ARENA_MAGIC;
+	h->version = RUDA_ARENA_VERSION;
+	atomic_store(&h->completed_request, 0);
+}
+
+static struct ruda_arena *arena_new(struct ruda_device *d, uint64_t size)
+{
 	struct ruda_arena *a = calloc(1, sizeof(*a));
 	if (!a)
-		return -ENOMEM;
+		return NULL;
 	a->device = d;
 	a->size = size;
-	a->fd = memfd_create("ruda-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	a->fd = -1;
 	ruda_ref_init(&a->ref, arena_destroy);
+	return a;
+}
+
+/* Map `size` bytes of `fd`, shared: page aligned, as the import requires. */
+static int arena_map(struct ruda_arena *a, int fd)
+{
+	void *map = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	a->map = map;
+	return 0;
+}
+
+int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena **out)
+{
+	uint64_t align = ruda__arena_granularity(d);
+	size = (size + align - 1) / align * align;
+	struct ruda_arena *a = arena_new(d, size);
+	if (!a)
+		return -ENOMEM;
+	a->fd = memfd_create("ruda-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	int err = 0;
 	if (a->fd < 0 || ftruncate(a->fd, (off_t)size) < 0 ||
 	    fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		err = -errno;
-	if (!err) {
-		/* the mapping is page aligned, as the import requires */
-		void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
-		if (map == MAP_FAILED)
-			err = -errno;
-		else
-			a->map = map;
-	}
 	if (!err)
-		err = d->import_alignment ? arena_import(a) : arena_bounce(a);
+		err = arena_map(a, a->fd);
 	if (err) {
 		log_error("device %u: cannot create a %llu-byte arena: %d", d->index,
 			  (unsigned long long)size, err);
 		ruda_ref_put(&a->ref);
 		return err;
 	}
-	struct ruda_arena_header *h = ruda__arena_header(a);
-	h->magic = RUDA_ARENA_MAGIC;
-	h->version = RUDA_ARENA_VERSION;
-	atomic_store(&h->completed_request, 0);
+	/* no import here: it pins every page, and waits for the first transfer */
+	write_header(a);
 	*out = a;
 	return 0;
+}
+
+int ruda__arena_map_fd(struct ruda_device *d, int fd, uint64_t size, struct ruda_arena **out)
+{
+	struct ruda_arena *a = arena_new(d, size);
+	if (!a)
+		return -ENOMEM;
+	int err = arena_map(a, fd); /* the mapping keeps the memory; the fd is the client's */
+	if (err) {
+		ruda_ref_put(&a->ref);
+		return err;
+	}
+	a->client = size;
+	write_header(a);
+	*out = a;
+	return 0;
+}
+
+/* ---- the device side, made on first use ------------------------------- */
+
+/* Undo a failed attach: what it made goes, the arena is host memory again. */
+static void drop_device_side(struct ruda_arena *a)
+{
+	VkDevice vk = a->device->vk;
+	if (a->buffer)
+		vkDestroyBuffer(vk, a->buffer, NULL);
+	if (a->memory)
+		vkFreeMemory(vk, a->memory, NULL);
+	a->buffer = VK_NULL_HANDLE;
+	a->memory = VK_NULL_HANDLE;
+	a->bounce = NULL;
+}
+
+static void attach_work(uv_work_t *work)
+{
+	struct ruda_arena *a = work->data;
+	a->attach_result = a->device->import_alignment ? arena_import(a) : arena_bounce(a);
+}
+
+static void attach_done(uv_work_t *work, int status)
+{
+	struct ruda_arena *a = work->data;
+	int err = status < 0 ? -ECANCELED : a->attach_result;
+	a->pool->attaching--;
+	a->pool = NULL;
+	if (err) {
+		log_warn("device %u: cannot %s a %llu-byte arena: %s", a->device->index,
+			 a->device->import_alignment ? "import" : "make the bounce buffer of",
+			 (unsigned long long)a->size, strerror(-err));
+		drop_device_side(a);
+		a->attach_error = err;
+		a->state = RUDA_ARENA_HOST;
+	} else {
+		a->state = RUDA_ARENA_ATTACHED;
+	}
+	void (*done)(void *) = a->attached;
+	a->attached = NULL;
+	if (done)
+		done(a->attached_data);
+	ruda_ref_put(&a->ref); /* the work's */
+}
+
+int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *a,
+		       void (*done)(void *data), void *data)
+{
+	if (a->state == RUDA_ARENA_ATTACHED)
+		return 1;
+	if (a->state == RUDA_ARENA_HOST && a->attach_error) {
+		int err = a->attach_error;
+		a->attach_error = 0;
+		return err;
+	}
+	a->attached = done;
+	a->attached_data = data;
+	if (a->state == RUDA_ARENA_ATTACHING)
+		return 0;
+	/* pinning costs ~0.45 ms a MiB on a GPU: never on the loop */
+	a->work.data = a;
+	ruda_ref_get(&a->ref);
+	if (uv_queue_work(pool->loop, &a->work, attach_work, attach_done) < 0) {
+		a->attached = NULL;
+		ruda_ref_put(&a->ref);
+		return -EAGAIN;
+	}
+	a->state = RUDA_ARENA_ATTACHING;
+	a->pool = pool;
+	pool->attaching++;
+	return 0;
+}
+
+void ruda__arena_forget_waiter(struct ruda_arena *a)
+{
+	a->attached = NULL;
+	a->attached_data = NULL;
 }
 
 int ruda__arena_adopt(struct ruda_device *d, int fd, uint64_t size, struct ruda_arena **out)
@@ -187,6 +304,7 @@ int ruda__arena_adopt(struct ruda_device *d, int fd, uint64_t size, struct ruda_
 		ruda_ref_put(&a->ref);
 		return err;
 	}
+	a->state = RUDA_ARENA_ATTACHED; /* staging regions are imported at once */
 	*out = a;
 	return 0;
 }

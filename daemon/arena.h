@@ -1,8 +1,11 @@
 /*
  * A session's shared-memory arena: a memfd that rudad creates, sizes and
- * seals against shrinking and growing before the client sees it, mapped
- * here and imported into Vulkan (VK_EXT_external_memory_host) so copies
- * to and from device buffers are one DMA from the client's pages.
+ * seals against shrinking and growing before the client sees it (or one the
+ * client passes, client_arena.c), mapped here. Its device side is made on
+ * first use, in the thread pool (ruda__arena_attach): imported into Vulkan
+ * (VK_EXT_external_memory_host) so copies to and from device buffers are
+ * one DMA from the client's pages, or paired with a bounce buffer. Until
+ * then it pins nothing: idle clients cost the device no memory.
  */
 #ifndef RUDA_ARENA_H
 #define RUDA_ARENA_H
@@ -15,6 +18,13 @@
 #include "ref.h"
 
 struct ruda_device;
+struct ruda_arena_pool;
+
+enum ruda_arena_state {
+	RUDA_ARENA_HOST,      /* mapped in rudad only: nothing pinned, no buffer */
+	RUDA_ARENA_ATTACHING, /* its device side is being made in the thread pool */
+	RUDA_ARENA_ATTACHED,  /* `buffer` is usable: imported, or the bounce buffer */
+};
 
 struct ruda_arena {
 	struct ruda_ref ref;
@@ -29,7 +39,37 @@ struct ruda_arena {
 	 * (uploads) and out of (downloads) at the same offsets. NULL: `buffer`
 	 * is the arena itself, imported. */
 	uint8_t *bounce;
+	enum ruda_arena_state state;
+	int attach_error;  /* the last attach's failure (negative errno), until reported */
+	int attach_result; /* written by the thread pool */
+	uint64_t client;   /* nonzero: the memfd is the client's own (its size) */
+	struct ruda_arena_pool *pool; /* borrowed while attaching: counts it */
+	void (*attached)(void *data); /* called on the loop once attaching ends */
+	void *attached_data;
+	uv_work_t work;
 };
+
+/*
+ * Give the arena its device side (import it, or make its bounce buffer) if
+ * it has none. 1: it has one, `buffer` is usable. 0: it is being made in
+ * the thread pool; `done(data)` is called on the loop once that ends (then
+ * call again). A negative errno: making it failed (reported once; the next
+ * call tries again).
+ */
+int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *arena,
+		       void (*done)(void *data), void *data);
+/* The arena's owner goes away: nothing is called when attaching ends. */
+void ruda__arena_forget_waiter(struct ruda_arena *arena);
+
+static inline int ruda__arena_attaching(const struct ruda_arena *arena)
+{
+	return arena && arena->state == RUDA_ARENA_ATTACHING;
+}
+
+/* Smallest and largest arena a client may pass (client_arena.c); the same
+ * bounds as the arena_size setting. */
+#define RUDA_ARENA_MIN_SIZE (1ull << 20)
+#define RUDA_ARENA_MAX_SIZE (4ull << 30)
 
 /* Uploads: copy arena bytes into the bounce buffer (no-op when imported). */
 void ruda__arena_bounce_in(struct ruda_arena *arena, uint64_t offset, uint64_t size);
@@ -44,7 +84,15 @@ void ruda__arena_bounce_out(struct ruda_arena *arena, uint64_t offset, uint64_t 
 int ruda__host_import(struct ruda_device *d, void *map, uint64_t size, VkBuffer *buffer,
 		      VkDeviceMemory *memory);
 
+/* A fresh sealed memfd of `size` bytes (rounded up to the import
+ * granularity), mapped, its header written; nothing imported yet. */
 int ruda__arena_create(struct ruda_device *device, uint64_t size, struct ruda_arena **out);
+/* Map `size` bytes of `fd` (not kept) as an arena and write its header; the
+ * caller has checked the fd (client_arena.c). */
+int ruda__arena_map_fd(struct ruda_device *device, int fd, uint64_t size,
+		       struct ruda_arena **out);
+/* Bytes granularity an arena's size must be a multiple of on `device`. */
+uint64_t ruda__arena_granularity(const struct ruda_device *device);
 
 static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *arena)
 {
@@ -63,9 +111,10 @@ int ruda__arena_adopt(struct ruda_device *device, int fd, uint64_t size,
 int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
 
 /*
- * Arenas made ahead of time, in the thread pool, so a connecting client
- * does not wait for the import (tens of ms for 64 MiB on a GPU). An arena
- * is never reused: each session gets fresh memory.
+ * Arenas made ahead of time, in the thread pool (a memfd, mapped, its
+ * header written: no import, which waits for the first transfer). An arena
+ * is never reused: each session gets fresh memory. The pool also counts
+ * the arenas of its device being attached in the thread pool.
  */
 struct ruda_arena_pool {
 	struct ruda_device *device; /* borrowed */
@@ -76,6 +125,7 @@ struct ruda_arena_pool {
 	int making, closing;
 	uv_work_t work;
 	struct ruda_arena *made;
+	unsigned attaching; /* arenas of this device attaching in the thread pool */
 };
 
 void ruda__arena_pool_init(struct ruda_arena_pool *pool, uv_loop_t *loop,
@@ -85,6 +135,12 @@ int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
 /* Make a spare in the thread pool if one is missing and the device has
  * nothing in flight (call when the loop is about to sleep). */
 void ruda__arena_pool_refill_idle(struct ruda_arena_pool *pool);
+/* Work of this pool's device in the thread pool (making a spare, attaching
+ * an arena): the device must stay until it is done. */
+static inline int ruda__arena_pool_busy(const struct ruda_arena_pool *pool)
+{
+	return pool->making || pool->attaching;
+}
 /* Drop the spares (an arena still being made is dropped when done). */
 void ruda__arena_pool_finish(struct ruda_arena_pool *pool);
 

@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "arena.h"
+#include "client_arena.h"
 #include "buffer.h"
 #include "device.h"
 #include "device_info.h"
@@ -249,6 +250,53 @@ static void fill_device_info(Ruda__DeviceInfo *info, const struct ruda_device *d
 	info->host_import = d->import_alignment != 0;
 }
 
+/* The fd that came with the request being handled (StagingAttach, a Hello
+ * with client_arena), or -1; whoever takes it closes it. */
+static int request_fd = -1;
+
+/* The session's arena at Hello: the client's own memfd, or a fresh one from
+ * the pool (*fd: a copy to pass back). RUDA_OK, or a status and `why`. */
+static ruda_status open_arena(struct ruda_session *s, const Ruda__Hello *h, int *fd, char *why,
+			      size_t why_len)
+{
+	*fd = -1;
+	if (h->client_arena) {
+		if (request_fd < 0) {
+			snprintf(why, why_len, "Hello asks for a client arena but carries no memfd");
+			return RUDA_ERROR_INVALID_ARGUMENT;
+		}
+		return ruda__client_arena_adopt(s->device, request_fd, h->client_arena_size,
+						&s->arena, why, why_len);
+	}
+	if (ruda__arena_pool_take(&s->ctx->arena_pools[s->device->index], &s->arena) < 0) {
+		snprintf(why, why_len, "cannot create the session's shared memory");
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*fd = dup(s->arena->fd);
+	if (*fd < 0) {
+		snprintf(why, why_len, "out of file descriptors");
+		return RUDA_ERROR_IO;
+	}
+	return RUDA_OK;
+}
+
+static void wake_sessions(void *ctx)
+{
+	ruda__session_context_resume(ctx);
+}
+
+/* Before the first transfer through the session's arena: 1 when its device
+ * side is there; 0 when it is being made (the request waits: it runs again
+ * once it is, see process_frames); a negative errno when that failed. */
+static int arena_ready(struct ruda_session *s)
+{
+	int r = ruda__arena_attach(&s->ctx->arena_pools[s->device->index], s->arena,
+				   wake_sessions, s->ctx);
+	if (r == 0)
+		s->parked = 1;
+	return r;
+}
+
 static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Hello *h = req->hello;
@@ -309,16 +357,14 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->device = ctx->devices[device_index];
-	if (ruda__arena_pool_take(&ctx->arena_pools[s->device->index], &s->arena) < 0) {
+	int fd;
+	char why[320];
+	ruda_status arena_status = open_arena(s, h, &fd, why, sizeof(why));
+	if (arena_status != RUDA_OK) {
+		log_warn("session %llu (uid %u, pid %d, \"%s\"): refused: %s",
+			 (unsigned long long)s->id, s->uid, s->pid, s->name, why);
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
-					   "cannot create the session's shared memory");
-		return;
-	}
-	int fd = dup(s->arena->fd);
-	if (fd < 0) {
-		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_IO, "out of file descriptors");
+		ruda__session_reply_status(s, req->id, arena_status, "%s", why);
 		return;
 	}
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
@@ -334,7 +380,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	struct ruda_device_info_extra *extra = calloc(ctx->ndevices ? ctx->ndevices : 1,
 						      sizeof(*extra));
 	if (!extra) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		s->state = RUDA_SESSION_CLOSING;
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
@@ -361,7 +408,10 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_HELLO;
 	reply.hello = &hr;
-	ruda__session_reply_fd(s, &reply, fd);
+	if (fd >= 0)
+		ruda__session_reply_fd(s, &reply, fd);
+	else
+		ruda__session_reply(s, &reply); /* a client arena: the client has it */
 	free(extra);
 }
 
@@ -507,6 +557,17 @@ static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t
 		return RUDA_ERROR_OUT_OF_RANGE;
 	}
 	*out = b;
+	if (!region_id && size) {
+		int ready = arena_ready(s);
+		if (ready == 0)
+			*out = NULL; /* the request waits for the arena's import */
+		if (ready < 0) {
+			snprintf(why, why_len, "cannot %s the session's arena: %s",
+				 s->device->import_alignment ? "import" : "make a bounce buffer for",
+				 strerror(-ready));
+			return ready == -ENOMEM ? RUDA_ERROR_OUT_OF_MEMORY : RUDA_ERROR_IO;
+		}
+	}
 	return RUDA_OK;
 }
 
@@ -518,6 +579,8 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 	struct ruda_arena *region;
 	ruda_status st = transfer_target(s, w->handle, w->offset, w->region, w->arena_offset,
 					 w->size, &b, &region, why, sizeof(why));
+	if (st == RUDA_OK && !b)
+		return; /* parked: it runs again once the arena is imported */
 	if (st == RUDA_OK && region)
 		st = ruda__stream_copy_region(s->current, region, w->arena_offset, b, w->offset,
 					      w->size, 1);
@@ -544,6 +607,8 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	struct ruda_arena *region;
 	ruda_status st = transfer_target(s, r->handle, r->offset, r->region, r->arena_offset,
 					 r->size, &b, &region, why, sizeof(why));
+	if (st == RUDA_OK && !b)
+		return; /* parked: it runs again once the arena is imported */
 	if (st == RUDA_OK && region)
 		st = ruda__stream_copy_region(s->current, region, r->arena_offset, b, r->offset,
 					      r->size, 0);
@@ -1215,10 +1280,6 @@ static void scratch_free(void *data, void *pointer)
 
 /* ---- staging regions ------------------------------------------------------ */
 
-/* The fd that came with the request being handled (StagingAttach), or -1;
- * whoever takes it closes it. */
-static int request_fd = -1;
-
 static void handle_staging_attach(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__StagingAttach *a = req->staging_attach;
@@ -1394,12 +1455,14 @@ static const struct {
 
 static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame);
 
-/* Whether the frame is a request that takes an fd (StagingAttach); such
- * frames are rare, so decoding one twice costs nothing that matters. */
+/* Whether the frame is a request that takes an fd (StagingAttach, a Hello
+ * with client_arena); such frames are rare, so decoding one twice costs
+ * nothing that matters. */
 static int takes_fd(const struct ruda_frame *frame)
 {
 	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
-	int yes = req && req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH;
+	int yes = req && (req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH ||
+			  (req->body_case == RUDA__REQUEST__BODY_HELLO && req->hello->client_arena));
 	if (req)
 		ruda__request__free_unpacked(req, NULL);
 	return yes;
@@ -1407,7 +1470,7 @@ static int takes_fd(const struct ruda_frame *frame)
 
 void ruda__dispatch_frame(struct ruda_session *s, struct ruda_frame *frame)
 {
-	/* only StagingAttach takes an fd: peek at the body before decoding */
+	/* only StagingAttach and Hello take an fd: peek at the body before decoding */
 	int attach = frame->nfds == 1 && request_fd < 0 && takes_fd(frame);
 	if (frame->nfds && !attach) {
 		for (uint16_t i = 0; i < frame->nfds; i++)

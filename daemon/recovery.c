@@ -87,7 +87,8 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	struct ruda_arena_pool *pool = &ctx->arena_pools[index];
 	/* compilations, a cache save or an arena import may still use the old
 	 * device in the thread pool; their completion wakes the loop again */
-	if (slot->pipelines->compiling || (slot->saver && slot->saver->saving) || pool->making)
+	if (slot->pipelines->compiling || (slot->saver && slot->saver->saving) ||
+	    ruda__arena_pool_busy(pool))
 		return -EAGAIN;
 	int physical = physical_index(slot->vulkan, old);
 	if (physical < 0)

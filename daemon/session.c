@@ -154,8 +154,10 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__handle_table_finish(&s->buffers);
 	ruda__handle_table_finish(&s->kernels);
 	ruda__staging_release_all(s);
-	if (s->arena)
+	if (s->arena) {
+		ruda__arena_forget_waiter(s->arena); /* an import may still be running */
 		ruda_ref_put(&s->arena->ref);
+	}
 	ruda__frame_reader_finish(&s->in);
 	ruda__frame_writer_finish(&s->out);
 	close(s->fd);
@@ -196,7 +198,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 	struct ruda_session **link = &ctx->throttled;
 	while (*link) {
 		struct ruda_session *s = *link;
-		if (saturated(s) || locked_out(s)) {
+		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena)) {
 			link = &s->throttled_next;
 			continue;
 		}
@@ -825,6 +827,14 @@ static void process_frames(struct ruda_session *s)
 			return;
 		}
 		ruda__dispatch_frame(s, &frame);
+		if (s->parked) {
+			/* its arena is being imported: the same frame again, once it is */
+			s->parked = 0;
+			s->usage.requests--;
+			ruda__frame_reader_unread(&s->in, &frame);
+			throttle(s);
+			break;
+		}
 		/* backpressure: take no more requests until the GPU catches up
 		 * (or the session holding the device alone is done) */
 		if (s->state == RUDA_SESSION_READY &&

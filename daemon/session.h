@@ -162,6 +162,8 @@ struct ruda_session {
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
+	int parked; /* the request being handled waits for the arena's import
+		     * (dispatch.c): process_frames runs it again once done */
 	struct ruda_session_usage usage;
 };
 

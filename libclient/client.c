@@ -352,7 +352,9 @@ uint64_t ruda__client_next_id(ruda_client *c)
 	return id;
 }
 
-ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd)
+/* A round trip whose request passes `fd` (borrowed); *out (optional) gets
+ * the reply. Takes the lock. */
+static ruda_status call_passing_fd(ruda_client *c, Ruda__Request *req, int fd, Ruda__Reply **out)
 {
 	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the writer closes what it sends */
 	if (copy < 0) {
@@ -383,13 +385,18 @@ ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd
 	if (st == RUDA_OK) {
 		w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
 		c->waiting = &w;
-		st = call_finish(c, &w, NULL, NULL);
+		st = call_finish(c, &w, out, NULL);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (copy >= 0)
 		close(copy);
 	free(payload);
 	return st;
+}
+
+ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd)
+{
+	return call_passing_fd(c, req, fd, NULL);
 }
 
 /* ---- arena -------------------------------------------------------------- */
@@ -479,11 +486,13 @@ static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d
 	ruda__client_properties_extend(p, d);
 }
 
-/* Map the arena the daemon passed and check it is what it says. */
-static ruda_status map_arena(ruda_client *c, int fd, const Ruda__HelloReply *h)
+/* Map the arena the daemon passed (or the client's own, `own`, which may
+ * be larger than what rudad uses of it) and check it is what it says. */
+static ruda_status map_arena(ruda_client *c, int fd, int own, const Ruda__HelloReply *h)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != h->arena_size ||
+	if (fstat(fd, &st) < 0 ||
+	    (own ? (uint64_t)st.st_size < h->arena_size : (uint64_t)st.st_size != h->arena_size) ||
 	    h->arena_data_offset < sizeof(struct ruda_arena_header) ||
 	    h->arena_data_offset >= h->arena_size) {
 		set_error(c, "rudad passed an arena of the wrong size");
@@ -519,21 +528,29 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		h.device_type_index = o->device_id.index_id;
 	}
 	h.priority = o ? o->priority : 0;
+	int own = o && o->use_arena_fd; /* the client's memfd is the arena */
+	h.client_arena = own;
+	h.client_arena_size = own ? o->arena_size : 0;
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
 	req.hello = &h;
 	Ruda__Reply *reply = NULL;
 	int fd = -1;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = round_trip(c, &req, &reply, &fd);
-	pthread_mutex_unlock(&c->lock);
-	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || fd < 0 ||
+	ruda_status st;
+	if (own) {
+		st = call_passing_fd(c, &req, o->arena_fd, &reply);
+	} else {
+		pthread_mutex_lock(&c->lock);
+		st = round_trip(c, &req, &reply, &fd);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || (!own && fd < 0) ||
 			      reply->hello->device_index >= reply->hello->n_devices)) {
 		set_error(c, "rudad's handshake reply is incomplete");
 		st = RUDA_ERROR_PROTOCOL;
 	}
 	if (st == RUDA_OK)
-		st = map_arena(c, fd, reply->hello);
+		st = map_arena(c, own ? o->arena_fd : fd, own, reply->hello);
 	if (st == RUDA_OK) {
 		c->session_id = reply->hello->session_id;
 		c->priority = reply->hello->priority;

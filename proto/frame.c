@@ -161,6 +161,11 @@ int ruda__frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out)
 	return 1;
 }
 
+void ruda__frame_reader_unread(struct ruda_frame_reader *r, const struct ruda_frame *frame)
+{
+	r->start -= RUDA_FRAME_HEADER_SIZE + frame->length;
+}
+
 /* ---- writer ----------------------------------------------------------- */
 
 int ruda__frame_writer_init(struct ruda_frame_writer *w)

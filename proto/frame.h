@@ -62,6 +62,9 @@ int ruda__frame_reader_feed(struct ruda_frame_reader *r, const void *data, size_
 /* 1 and *out filled when a whole frame is buffered, 0 when more bytes are
  * needed, -EPROTO on a bad header or a frame naming fds that never came. */
 int ruda__frame_reader_next(struct ruda_frame_reader *r, struct ruda_frame *out);
+/* Put back the frame without fds that ruda__frame_reader_next just
+ * returned (the reader not used since): the next call returns it again. */
+void ruda__frame_reader_unread(struct ruda_frame_reader *r, const struct ruda_frame *frame);
 /* Bytes buffered but not yet returned as frames. */
 size_t ruda__frame_reader_pending(const struct ruda_frame_reader *r);
 

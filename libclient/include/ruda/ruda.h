@@ -191,6 +191,20 @@ typedef struct ruda_connect_options {
 	 * client of higher priority has work, rudad holds back the submissions
 	 * of lower ones. */
 	uint32_t priority;
+	/* Non-zero: the session's arena is the caller's own memfd `arena_fd`
+	 * (borrowed: libruda maps it during the call; the caller may close it
+	 * afterwards), using `arena_size` bytes of it (0: all of it), rounded
+	 * down to the device's import granularity (4 KiB to 64 KiB). rudad
+	 * requires a memfd sealed with F_SEAL_SHRINK and not against writing,
+	 * holding `arena_size` bytes, and a size within its arena limits (1 MiB
+	 * to 4 GiB); else ruda_client_connect fails with
+	 * RUDA_ERROR_INVALID_ARGUMENT (the fd) or RUDA_ERROR_OUT_OF_RANGE (the
+	 * size), and rudad logs why (the Hello reply's message says it too).
+	 * rudad seals it with F_SEAL_GROW too when it still takes seals, and
+	 * writes the arena's header into its first 4 KiB. */
+	int use_arena_fd;
+	int arena_fd;
+	uint64_t arena_size;
 } ruda_connect_options;
 
 #define RUDA_PRIORITY_LOWEST 1u
