@@ -213,8 +213,9 @@ __attribute__((unused)) static void fd_teardown(void)
 	if (!fd_state.ready)
 		return;
 	ruda__session_context_tick(&fd_state.ctx);
-	/* the pool may be making an arena in the thread pool */
-	for (int i = 0; i < 200000 && (fd_state.pool.making || fd_state.registry.compiling); i++) {
+	/* the pool may be making or importing an arena in the thread pool */
+	for (int i = 0; i < 200000 && (ruda__arena_pool_busy(&fd_state.pool) ||
+				       fd_state.registry.compiling); i++) {
 		fd_sleep_us(100);
 		uv_run(&fd_state.loop, UV_RUN_NOWAIT);
 	}
@@ -334,6 +335,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (fd_skip(&frame))
 				continue;
 			ruda__dispatch_frame(s, &frame);
+			/* as session.c: a transfer that waits for the arena's
+			 * import runs again once it is done */
+			while (fd_alive(id, s) && s->parked) {
+				s->parked = 0;
+				for (int i = 0; ruda__arena_attaching(s->arena); i++) {
+					FD_CHECK(i < 200000);
+					fd_sleep_us(100);
+					fd_turn(sv[1]);
+				}
+				ruda__dispatch_frame(s, &frame);
+			}
 			fd_turn(sv[1]);
 			/* backpressure: session.c stops reading until the GPU
 			 * catches up; so does this loop */
