@@ -535,11 +535,13 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	       s->draining ? "draining: no new clients" : "accepting new clients");
 	printf("limits    arena %s and %u buffers per client\n",
 	       fmt_bytes(a, sizeof(a), s->arena_size), s->max_buffers);
-	uint64_t bytes = 0, buffers = 0, arena = 0, pipelines = 0, compiled = 0, hits = 0;
+	uint64_t bytes = 0, buffers = 0, arena = 0, imported = 0, pipelines = 0, compiled = 0,
+		 hits = 0;
 	for (size_t i = 0; i < s->n_devices; i++) {
 		bytes += s->devices[i]->buffer_bytes;
 		buffers += s->devices[i]->buffers;
 		arena += s->devices[i]->arena_bytes;
+		imported += s->devices[i]->arena_imported_bytes;
 		const Ruda__AdminCacheDevice *cd = cache_device(snap, s->devices[i]->index);
 		if (cd) {
 			pipelines += cd->entries;
@@ -547,8 +549,9 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 			hits += cd->hits;
 		}
 	}
-	printf("memory    %s in %" PRIu64 " buffers; arenas %s\n", fmt_bytes(a, sizeof(a), bytes),
-	       buffers, fmt_bytes(b, sizeof(b), arena));
+	printf("memory    %s in %" PRIu64 " buffers; arenas %s (%s imported)\n",
+	       fmt_bytes(a, sizeof(a), bytes), buffers, fmt_bytes(b, sizeof(b), arena),
+	       fmt_bytes(t, sizeof(t), imported));
 	if (snap->cache)
 		printf("cache     %" PRIu64 " pipelines, %" PRIu64 " compiled, %" PRIu64 " hits\n",
 		       pipelines, compiled, hits);
@@ -668,9 +671,11 @@ static void print_devices(const struct snapshot *snap)
 			       d->max_workgroup_size[1], d->max_workgroup_size[2],
 			       d->max_workgroup_invocations, d->subgroup_size);
 		print_heaps(d->heaps, d->n_heaps);
-		printf("  %-14s %s in %" PRIu64 " buffers; arenas %s (%u)\n", "memory",
+		printf("  %-14s %s in %" PRIu64 " buffers; arenas %s (%u), ", "memory",
 		       fmt_bytes(a, sizeof(a), d->buffer_bytes), d->buffers,
 		       fmt_bytes(c, sizeof(c), d->arena_bytes), d->arenas);
+		printf("%s imported (%u)\n", fmt_bytes(c, sizeof(c), d->arena_imported_bytes),
+		       d->arenas_imported);
 		printf("  %-14s %" PRIu64 " in flight; %" PRIu64 " submitted, %" PRIu64
 		       " completed%s\n",
 		       "queue", d->inflight, d->submitted, d->completed,
@@ -697,8 +702,10 @@ static void print_memory(const struct snapshot *snap)
 		       "kept\n",
 		       "pool", fmt_bytes(a, sizeof(a), m->page_size),
 		       fmt_bytes(b, sizeof(b), m->max_shared), m->keep_empty);
-		printf("  %-14s %s in %u arenas (host pages shared with clients)\n\n", "arenas",
-		       fmt_bytes(a, sizeof(a), m->arena_bytes), m->arenas);
+		printf("  %-14s %s in %u arenas (host pages shared with clients); %s in %u "
+		       "imported (pinned at their first transfer)\n\n",
+		       "arenas", fmt_bytes(a, sizeof(a), m->arena_bytes), m->arenas,
+		       fmt_bytes(b, sizeof(b), m->arena_imported_bytes), m->arenas_imported);
 	}
 	static const char *const headers[] = {"ID",     "NAME",  "UID",  "DEV",
 					      "BUFFERS", "MEMORY", "ARENA", "QUOTA"};

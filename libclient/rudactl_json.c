@@ -215,6 +215,8 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_bool(j, "admin", s->admin);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
+	json_u64(j, "min_client_arena_bytes", s->min_arena_size);
+	json_u64(j, "max_client_arena_bytes", s->max_arena_size);
 	json_u64(j, "max_buffers", s->max_buffers);
 	json_u64(j, "max_unread_reply_bytes", s->max_output);
 	json_object_end(j);
@@ -251,6 +253,8 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "buffers", d->buffers);
 	json_u64(j, "arena_bytes", d->arena_bytes);
 	json_u64(j, "arenas", d->arenas);
+	json_u64(j, "arena_imported_bytes", d->arena_imported_bytes);
+	json_u64(j, "arenas_imported", d->arenas_imported);
 	json_u64(j, "inflight_submissions", d->inflight);
 	json_u64(j, "submitted", d->submitted);
 	json_u64(j, "completed", d->completed);
@@ -296,6 +300,8 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 	json_u64(j, "kernels_registered", c->kernels_registered);
 	json_u64(j, "gpu_time_ns", c->gpu_time_ns);
 	json_u64(j, "priority", c->priority);
+	json_bool(j, "arena_imported", c->arena_imported);
+	json_bool(j, "client_arena", c->client_arena);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", c->arena_size);
 	json_u64(j, "max_buffers", c->max_buffers);
@@ -321,6 +327,8 @@ void json_memory_device(struct json *j, const Ruda__AdminMemoryDevice *m)
 	json_u64(j, "buffers", m->buffers);
 	json_u64(j, "arena_bytes", m->arena_bytes);
 	json_u64(j, "arenas", m->arenas);
+	json_u64(j, "arena_imported_bytes", m->arena_imported_bytes);
+	json_u64(j, "arenas_imported", m->arenas_imported);
 	json_u64(j, "reserved_bytes", m->reserved_bytes);
 	json_u64(j, "free_bytes", m->free_bytes);
 	json_u64(j, "pages", m->pages);

@@ -129,7 +129,13 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 		      d->buffer_bytes);
 	DEVICE_FAMILY("ruda_device_buffers", "gauge", "Buffers allocated.", d->buffers);
 	DEVICE_FAMILY("ruda_device_arena_bytes", "gauge",
-		      "Clients' shared-memory arenas imported by the device.", d->arena_bytes);
+		      "Clients' shared-memory arenas (host pages).", d->arena_bytes);
+	DEVICE_FAMILY("ruda_device_arena_imported_bytes", "gauge",
+		      "Arenas imported by the device (pinned; made at a client's first "
+		      "transfer), or given a bounce buffer without host import.",
+		      d->arena_imported_bytes);
+	DEVICE_FAMILY("ruda_device_arenas_imported", "gauge", "Arenas imported by the device.",
+		      d->arenas_imported);
 	DEVICE_FAMILY("ruda_device_inflight_submissions", "gauge",
 		      "Submissions queued on the device and not completed.", d->inflight);
 	DEVICE_FAMILY("ruda_device_submissions_total", "counter", "Submissions completed.",

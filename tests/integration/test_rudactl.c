@@ -533,6 +533,9 @@ START_TEST(status_memory_devices_cache)
 	ck_assert_uint_eq(jnum(j, "devices.0.clients"), 3);
 	ck_assert_uint_eq(jnum(j, "devices.0.arenas"), 3);
 	ck_assert_uint_eq(jnum(j, "devices.0.arena_bytes"), 3 * DEFAULT_ARENA);
+	/* only alpha has moved bytes through its arena: only it is imported */
+	ck_assert_uint_eq(jnum(j, "devices.0.arenas_imported"), 1);
+	ck_assert_uint_eq(jnum(j, "devices.0.arena_imported_bytes"), DEFAULT_ARENA);
 	ck_assert_ptr_nonnull(jget(j, "devices.0.busy_percent"));
 	ck_assert_int_eq(jcount(j, "clients"), 3);
 	ck_assert_int_ge(jfind(j, "clients", "alpha"), 0);
@@ -574,6 +577,7 @@ START_TEST(status_memory_devices_cache)
 	expect_ok(r, "memory");
 	expect_in(r->out, "4.0 MiB in 3 buffers");
 	expect_in(r->out, "48.0 MiB in 3 arenas");
+	expect_in(r->out, "16.0 MiB in 1 imported");
 	expect_in(r->out, "reserved");
 	expect_in(r->out, "alpha");
 	expect_in(r->out, "3.0 MiB");
