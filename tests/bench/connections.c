@@ -1,9 +1,12 @@
 /*
  * Connection scale: 1000 idle clients connected to one rudad at once. The
  * daemon's memory per idle client is the growth of its resident memory
- * (/proc/PID/smaps: Rss and Pss) outside the arenas' memfd mappings, and
- * the connect latency is ruda_client_connect's, against connects to the
- * same daemon with no other client.
+ * (/proc/PID/smaps: Rss and Pss) outside the arenas' memfd mappings, the
+ * pinned memory per idle client is what rudad reports as imported arenas
+ * (AdminStatus), and the connect latency is ruda_client_connect's, against
+ * connects to the same daemon with no other client. Arenas are imported at
+ * a client's first transfer: that transfer's latency is measured against
+ * the next one's.
  */
 #include <errno.h>
 #include <math.h>
@@ -11,8 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include "../proto/frame.h"
 #include "bench.h"
+#include "ruda.pb-c.h"
 
 struct memory {
 	double rss_kib, pss_kib;         /* outside the arenas */
@@ -44,6 +52,87 @@ static void daemon_memory(pid_t pid, struct memory *m)
 		}
 	}
 	fclose(f);
+}
+
+/* One request on a raw connection and its reply (an fd passed with it is
+ * closed). */
+static Ruda__Reply *raw_call(int sock, struct ruda_frame_reader *in, Ruda__Request *req)
+{
+	uint8_t buf[512];
+	size_t n = ruda__request__get_packed_size(req);
+	BENCH_CHECK(n <= sizeof(buf), "request too large");
+	ruda__frame_header_encode(buf, (uint32_t)n, 0);
+	uint8_t frame[RUDA_FRAME_HEADER_SIZE + sizeof(buf)];
+	memcpy(frame, buf, RUDA_FRAME_HEADER_SIZE);
+	ruda__request__pack(req, frame + RUDA_FRAME_HEADER_SIZE);
+	BENCH_CHECK(send(sock, frame, RUDA_FRAME_HEADER_SIZE + n, MSG_NOSIGNAL) ==
+			    (ssize_t)(RUDA_FRAME_HEADER_SIZE + n),
+		    "send to rudad: %s", strerror(errno));
+	struct ruda_frame f;
+	int r;
+	while ((r = ruda__frame_reader_next(in, &f)) == 0)
+		BENCH_CHECK(ruda__frame_reader_recv(in, sock, 0) > 0, "rudad closed the connection");
+	BENCH_CHECK(r > 0, "a malformed frame from rudad");
+	for (uint16_t i = 0; i < f.nfds; i++)
+		close(f.fds[i]);
+	Ruda__Reply *reply = ruda__reply__unpack(NULL, f.length, f.payload);
+	BENCH_CHECK(reply && reply->status == RUDA__STATUS__OK, "rudad refused a request");
+	return reply;
+}
+
+/* The arenas rudad has imported (pinned) on device 0, and their bytes. */
+static uint64_t imported_arena_bytes(const struct bench_daemon *d, uint32_t *arenas)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	BENCH_CHECK(strlen(d->socket_path) < sizeof(addr.sun_path), "socket path too long");
+	memcpy(addr.sun_path, d->socket_path, strlen(d->socket_path) + 1);
+	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	BENCH_CHECK(sock >= 0 && connect(sock, (struct sockaddr *)&addr, sizeof(addr)) == 0,
+		    "cannot connect to %s", d->socket_path);
+	struct ruda_frame_reader in;
+	BENCH_CHECK(ruda__frame_reader_init(&in) == 0, "out of memory");
+	Ruda__Hello h = RUDA__HELLO__INIT;
+	h.protocol_version = RUDA_PROTOCOL_VERSION;
+	h.client_name = "bench-admin";
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 1;
+	req.body_case = RUDA__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	ruda__reply__free_unpacked(raw_call(sock, &in, &req), NULL);
+	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_STATUS;
+	admin.status = &status;
+	req = (Ruda__Request)RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = &admin;
+	Ruda__Reply *reply = raw_call(sock, &in, &req);
+	BENCH_CHECK(reply->body_case == RUDA__REPLY__BODY_ADMIN &&
+			    reply->admin->body_case == RUDA__ADMIN_REPLY__BODY_STATUS &&
+			    reply->admin->status->n_devices > 0,
+		    "no AdminStatus reply");
+	const Ruda__AdminDevice *dev = reply->admin->status->devices[0];
+	uint64_t bytes = dev->arena_imported_bytes;
+	*arenas = dev->arenas_imported;
+	ruda__reply__free_unpacked(reply, NULL);
+	ruda__frame_reader_finish(&in);
+	close(sock);
+	return bytes;
+}
+
+/* A 4 KiB upload, synced: the first one of a client imports its arena. */
+static double timed_upload(ruda_client *c)
+{
+	static uint8_t data[4096];
+	ruda_handle h;
+	double t0 = bench_now();
+	BENCH_CHECK(ruda_client_create(c, data, sizeof(data), &h) == RUDA_OK &&
+			    ruda_client_sync(c) == RUDA_OK,
+		    "upload");
+	double t = bench_now() - t0;
+	ruda_client_release(c, h);
+	return t;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -101,6 +190,20 @@ void bench_connections(void)
 			    ruda_client_memory_usage(c[n - 1], &mu) == RUDA_OK,
 		    "a connected client does not answer");
 	daemon_memory(d.pid, &after);
+	uint32_t imported_idle;
+	uint64_t pinned_idle = imported_arena_bytes(&d, &imported_idle);
+	/* the first transfer of a client imports its arena; the next does not */
+	size_t first_n = 20;
+	double *first = calloc(first_n, sizeof(*first)), *next = calloc(first_n, sizeof(*next));
+	BENCH_CHECK(first && next, "out of memory");
+	for (size_t i = 0; i < first_n; i++) {
+		first[i] = timed_upload(c[i]);
+		next[i] = timed_upload(c[i]);
+	}
+	uint32_t imported_busy;
+	uint64_t pinned_busy = imported_arena_bytes(&d, &imported_busy);
+	BENCH_CHECK(imported_busy == first_n, "%u arenas imported after %zu clients' transfers",
+		    imported_busy, first_n);
 	for (size_t i = 0; i < n; i++)
 		ruda_client_close(c[i]);
 	bench_daemon_stop(&d);
@@ -122,7 +225,19 @@ void bench_connections(void)
 	bench_result("connections", "connect, mean", "ms", mean * 1e3, base * 1e3, BENCH_LOWER,
 		     "x the median connect with no other client");
 	bench_result("connections", "connect, p99", "ms", p99 * 1e3, base * 1e3, BENCH_LOWER, NULL);
+	/* before arenas were imported lazily, every idle client pinned its arena */
+	double arena_kib = (double)pinned_busy / (double)imported_busy / 1024.0;
+	snprintf(note, sizeof(note), "x its arena; %u of %zu idle clients' arenas imported",
+		 imported_idle, n);
+	bench_result("connections", "pinned per idle client", "KiB",
+		     (double)pinned_idle / (double)n / 1024.0, arena_kib, BENCH_LOWER, note);
+	bench_target(0.0);
+	bench_result("connections", "first transfer (imports the arena), median", "ms",
+		     bench_median(first, first_n) * 1e3, bench_median(next, first_n) * 1e3,
+		     BENCH_LOWER, "x the client's next 4 KiB upload");
 	bench_print_group("connections");
+	free(first);
+	free(next);
 	free(alone);
 	free(t);
 	free(c);

@@ -159,7 +159,10 @@ static const struct bench_group {
 	{"connections", run_connections,
 	 "connection scale: idle clients connected to one rudad at once", "value", "baseline",
 	 "memory: the daemon's resident growth per client outside the arenas' mappings\n"
-	 "connect: ruda_client_connect with the others connected, against connects with none"},
+	 "connect: ruda_client_connect with the others connected, against connects with none\n"
+	 "pinned: imported arenas (AdminStatus) per idle client, against one arena\n"
+	 "first transfer: a client's first 4 KiB upload + sync (imports its arena), against its "
+	 "next"},
 	{"devices", run_devices,
 	 "between devices: all-reduce (f32, every device) and to_client (device 0 to 1) inside "
 	 "rudad, against the same bytes through the client",
