@@ -277,6 +277,20 @@ int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *a,
 	return 0;
 }
 
+int ruda__arena_attach_now(struct ruda_arena *a)
+{
+	if (a->state == RUDA_ARENA_ATTACHED)
+		return 0;
+	if (a->state != RUDA_ARENA_HOST)
+		return -EBUSY;
+	int err = a->device->import_alignment ? arena_import(a) : arena_bounce(a);
+	if (err)
+		drop_device_side(a);
+	else
+		a->state = RUDA_ARENA_ATTACHED;
+	return err;
+}
+
 void ruda__arena_forget_waiter(struct ruda_arena *a)
 {
 	a->attached = NULL;
@@ -380,8 +394,9 @@ int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
 		*out = pool->spare[--pool->count];
 	else
 		err = ruda__arena_create(pool->device, pool->size, out);
-	/* no refill now: importing pins pages, which stalls the device's other
-	 * work for milliseconds; ruda__arena_pool_refill_idle does it later */
+	/* no refill now: ruda__arena_pool_refill_idle makes one when the loop
+	 * is about to sleep (a memfd and a mapping; the import waits for the
+	 * session's first transfer) */
 	return err;
 }
 

@@ -58,6 +58,9 @@ struct ruda_arena {
  */
 int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *arena,
 		       void (*done)(void *data), void *data);
+/* The same on the calling thread, at once (the in-process baselines of
+ * the bench): 0 or a negative errno. Not while it is attaching. */
+int ruda__arena_attach_now(struct ruda_arena *arena);
 /* The arena's owner goes away: nothing is called when attaching ends. */
 void ruda__arena_forget_waiter(struct ruda_arena *arena);
 

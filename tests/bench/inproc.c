@@ -4,7 +4,8 @@
  * the daemon's own code (ruda__vulkan_init / ruda__device_create), so both
  * sides use the same instance and device set-up, the same device-local
  * buffers (ruda__buffer_create) and the same imported host memory
- * (ruda__arena_create: a memfd imported with VK_EXT_external_memory_host).
+ * (ruda__arena_create + ruda__arena_attach_now: a memfd imported with
+ * VK_EXT_external_memory_host).
  *
  * Submission is the plain kind a program would write: a few command
  * buffers of our own, a timeline semaphore, vkWaitSemaphores.
@@ -176,6 +177,8 @@ static struct ruda_arena *host_memory(struct inproc *p, uint64_t size)
 {
 	struct ruda_arena *a;
 	int err = ruda__arena_create(p->dev, size, &a);
+	if (err == 0 && (err = ruda__arena_attach_now(a)) != 0)
+		ruda_ref_put(&a->ref);
 	BENCH_CHECK(err == 0, "in-process: cannot import %llu bytes of host memory: %d",
 		    (unsigned long long)size, err);
 	return a;
