@@ -291,6 +291,15 @@ int ruda__arena_attach_now(struct ruda_arena *a)
 	return err;
 }
 
+int ruda__arena_detach(struct ruda_arena *a)
+{
+	if (a->state != RUDA_ARENA_ATTACHED || a->ref.count != 1)
+		return 0;
+	drop_device_side(a);
+	a->state = RUDA_ARENA_HOST;
+	return 1;
+}
+
 void ruda__arena_forget_waiter(struct ruda_arena *a)
 {
 	a->attached = NULL;

@@ -42,6 +42,7 @@ struct ruda_arena {
 	enum ruda_arena_state state;
 	int attach_error;  /* the last attach's failure (negative errno), until reported */
 	int attach_result; /* written by the thread pool */
+	uint64_t last_used_ms; /* uv_now() of the last transfer through it */
 	uint64_t client;   /* nonzero: the memfd is the client's own (its size) */
 	struct ruda_arena_pool *pool; /* borrowed while attaching: counts it */
 	void (*attached)(void *data); /* called on the loop once attaching ends */
@@ -61,6 +62,9 @@ int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *arena,
 /* The same on the calling thread, at once (the in-process baselines of
  * the bench): 0 or a negative errno. Not while it is attaching. */
 int ruda__arena_attach_now(struct ruda_arena *arena);
+/* Drop the device side (unpin) if the arena has one and nothing but its
+ * owner holds it (no submission recorded or in flight); 1 if dropped. */
+int ruda__arena_detach(struct ruda_arena *arena);
 /* The arena's owner goes away: nothing is called when attaching ends. */
 void ruda__arena_forget_waiter(struct ruda_arena *arena);
 

@@ -9,6 +9,7 @@
 #include "admin.h"
 #include "arena.h"
 #include "client_arena.h"
+#include "session_arena.h"
 #include "buffer.h"
 #include "device.h"
 #include "device_info.h"
@@ -280,23 +281,6 @@ static ruda_status open_arena(struct ruda_session *s, const Ruda__Hello *h, int 
 	return RUDA_OK;
 }
 
-static void wake_sessions(void *ctx)
-{
-	ruda__session_context_resume(ctx);
-}
-
-/* Before the first transfer through the session's arena: 1 when its device
- * side is there; 0 when it is being made (the request waits: it runs again
- * once it is, see process_frames); a negative errno when that failed. */
-static int arena_ready(struct ruda_session *s)
-{
-	int r = ruda__arena_attach(&s->ctx->arena_pools[s->device->index], s->arena,
-				   wake_sessions, s->ctx);
-	if (r == 0)
-		s->parked = 1;
-	return r;
-}
-
 static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Hello *h = req->hello;
@@ -558,7 +542,7 @@ static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t
 	}
 	*out = b;
 	if (!region_id && size) {
-		int ready = arena_ready(s);
+		int ready = ruda__session_arena_ready(s);
 		if (ready == 0)
 			*out = NULL; /* the request waits for the arena's import */
 		if (ready < 0) {

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "ruda.pb-c.h"
+#include "session_arena.h"
 #include "staging.h"
 
 static void on_poll(uv_poll_t *poll, int status, int events);
@@ -554,6 +555,7 @@ static void exclusive_forget(struct ruda_session *s)
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
 	ruda__collective_finish(ctx);
+	ruda__session_arenas_finish(ctx);
 	free(ctx->scratch);
 	ctx->scratch = NULL;
 	for (uint32_t i = 0; ctx->throughputs && i < ctx->ndevices; i++) {

@@ -98,6 +98,10 @@ struct ruda_session_context {
 	/* RUDA_TEST_FAULTS=1 was in rudad's environment at start: test-only
 	 * admin commands (inject_device_loss) are accepted */
 	int test_faults;
+	/* imported arenas unused this long lose their import (session_arena.c) */
+	uv_timer_t *arena_timer; /* owned; NULL until an arena is imported */
+	uint64_t arena_release_ms;
+	int arena_release_read; /* arena_release_ms has been read */
 };
 
 /* What a session has done, for accounting and rudactl. */

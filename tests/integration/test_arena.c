@@ -135,6 +135,45 @@ START_TEST(idle_clients_make_no_bounce_buffer)
 }
 END_TEST
 
+/* An imported arena unused for RUDA_ARENA_RELEASE_MS loses its import (a
+ * client that has gone idle pins nothing either); the next transfer
+ * imports it again. */
+static void released_when_unused(int bounce)
+{
+	struct test_daemon d;
+	setenv("RUDA_ARENA_RELEASE_MS", "2000", 1);
+	if (bounce)
+		setenv("RUDA_NO_HOST_IMPORT", "1", 1);
+	test_daemon_start(&d, NULL);
+	unsetenv("RUDA_ARENA_RELEASE_MS");
+	unsetenv("RUDA_NO_HOST_IMPORT");
+	ruda_client *c = test_connect(&d, "goes idle");
+	round_trip(c, 5 * MiB + 1, 60);
+	ck_assert_uint_eq(admin_figures(&d).imported, 1);
+	/* unused for 2 s: nothing is imported any more */
+	struct arena_figures f;
+	for (int i = 0; i < 400 && (f = admin_figures(&d)).imported; i++)
+		usleep(50 * 1000);
+	ck_assert_uint_eq(f.imported, 0);
+	ck_assert_uint_eq(f.imported_bytes, 0);
+	round_trip(c, 3 * MiB + 3, 62);
+	ck_assert_uint_eq(admin_figures(&d).imported, 1);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+
+START_TEST(unused_arena_released)
+{
+	released_when_unused(0);
+}
+END_TEST
+
+START_TEST(unused_bounce_buffer_released)
+{
+	released_when_unused(1);
+}
+END_TEST
+
 /* Many clients' first transfers at once: each waits for its own import
  * while the others' requests go on; every byte arrives. */
 START_TEST(first_transfers_of_many_clients)
@@ -378,6 +417,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, idle_clients_import_nothing);
 	tcase_add_test(tc, idle_clients_make_no_bounce_buffer);
+	tcase_add_test(tc, unused_arena_released);
+	tcase_add_test(tc, unused_bounce_buffer_released);
 	tcase_add_test(tc, first_transfers_of_many_clients);
 	tcase_add_test(tc, client_arena_round_trips);
 	tcase_add_test(tc, client_arena_without_host_import);
