@@ -135,6 +135,8 @@ uint64_t ruda__arena_granularity(const struct ruda_device *d)
 /* The header the client checks, written once the arena is mapped. */
 static void write_header(struct ruda_arena *a)
 {
+	/* a client's memfd may hold anything there: every slot starts empty */
+	memset(a->map, 0, RUDA_ARENA_DATA_OFFSET);
 	struct ruda_arena_header *h = ruda__arena_header(a);
 	h->magic = RUDA_ARENA_MAGIC;
 	h->version = RUDA_ARENA_VERSION;

@@ -124,6 +124,7 @@ static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const c
 /* The device failed (or stopped making progress): fail everything. */
 static void declare_lost(struct ruda_device *d, VkResult r, int status)
 {
+	ruda__progress_failed(&d->progress);
 	atomic_store(&d->lost_status, status);
 	atomic_store(&d->lost, (int)r);
 	uv_async_send(&d->async);
@@ -132,6 +133,15 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 			  ? "a submission ran past the time limit; its work is lost until rudad "
 			    "restarts"
 			  : "device lost; its work is lost");
+}
+
+/* Work up to timeline value `value` is complete: tell the loop and the
+ * clients watching the progress page. */
+static void publish_completed(struct ruda_device *d, uint64_t value)
+{
+	atomic_store(&d->completed, value);
+	ruda__progress_completed(&d->progress, 0, value);
+	uv_async_send(&d->async);
 }
 
 static void *completion_main(void *arg)
@@ -157,8 +167,7 @@ static void *completion_main(void *arg)
 				sched_yield();
 		}
 		if (seen >= want) {
-			atomic_store(&d->completed, seen);
-			uv_async_send(&d->async);
+			publish_completed(d, seen);
 			pthread_mutex_lock(&d->lock);
 			continue;
 		}
@@ -181,10 +190,8 @@ static void *completion_main(void *arg)
 				pthread_cond_wait(&d->wake, &d->lock);
 			break;
 		}
-		if (value > done) {
-			atomic_store(&d->completed, value);
-			uv_async_send(&d->async);
-		}
+		if (value > done)
+			publish_completed(d, value);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -766,6 +773,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		goto fail;
 	}
 
+	ruda__progress_init(&d->progress, 1);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
 	/* the thread touches the async handle only once work is submitted, so
@@ -774,6 +782,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		log_error("device %s: cannot start completion thread", d->props.deviceName);
 		pthread_mutex_destroy(&d->lock);
 		pthread_cond_destroy(&d->wake);
+		ruda__progress_finish(&d->progress);
 		ruda__memory_finish(&d->allocator);
 		goto fail;
 	}
@@ -850,6 +859,7 @@ void ruda__device_destroy(struct ruda_device *d)
 	vkDestroyDevice(d->vk, NULL);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
+	ruda__progress_finish(&d->progress);
 	uv_timer_stop(&d->watchdog);
 	/* both handles' memory is the device: freed once the last is closed */
 	d->watchdog.data = d;

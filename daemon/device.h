@@ -14,6 +14,7 @@
 #include <vulkan/vulkan.h>
 
 #include "memory.h"
+#include "progress_page.h"
 #include "ref.h"
 #include "spirv.h"
 
@@ -85,6 +86,7 @@ struct ruda_device {
 	uint64_t target; /* guarded by lock */
 	bool stop;       /* guarded by lock */
 	_Atomic uint64_t completed;
+	struct ruda_progress progress; /* `completed` and failure, for clients */
 	_Atomic int lost;        /* a VkResult once the device has failed */
 	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
 	uint64_t submission_timeout_ns; /* no progress for this long: failed */

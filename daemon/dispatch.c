@@ -80,6 +80,9 @@ struct reply_waiter {
 	uint32_t stream;
 	struct ruda_device *device; /* borrowed: devices outlive sessions */
 	int32_t query_pair;         /* WAIT_PROFILE: given back once read */
+	/* WAIT_SYNC: the stream had no error when the sync came, as the arena
+	 * told the client (errors recorded later are the next sync's) */
+	int settled_ok;
 	size_t nhandles;
 	uint64_t handles[];
 };
@@ -133,6 +136,10 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	case WAIT_SYNC: {
 		struct ruda_stream *st = w->stream ? ruda__handle_table_get(&s->streams, w->stream)
 						   : &s->stream;
+		if (w->settled_ok) {
+			ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+			break;
+		}
 		ruda_status err = st ? st->error : RUDA_OK;
 		ruda__session_reply_status(s, w->request, err, "%s", st ? st->error_message : "");
 		if (st) {
@@ -172,6 +179,7 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	w->stream = s->current->id;
 	w->device = s->device;
 	w->query_pair = -1;
+	w->settled_ok = 0;
 	w->nhandles = nhandles;
 	if (nhandles)
 		memcpy(w->handles, handles, nhandles * sizeof(uint64_t));
@@ -388,14 +396,23 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	hr.max_fds_per_frame = RUDA_FRAME_MAX_FDS;
 	hr.max_buffer_size = s->device->max_allocation_size;
 	hr.priority = s->priority;
+	/* the arena (unless it is the client's own), then the progress page */
+	int fds[2];
+	uint16_t nfds = 0;
+	if (fd >= 0)
+		fds[nfds++] = fd;
+	int progress = ruda__progress_dup(&s->device->progress);
+	hr.progress_page = progress >= 0;
+	if (progress >= 0)
+		fds[nfds++] = progress;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_HELLO;
 	reply.hello = &hr;
-	if (fd >= 0)
-		ruda__session_reply_fd(s, &reply, fd);
+	if (nfds)
+		ruda__session_reply_fds(s, &reply, fds, nfds);
 	else
-		ruda__session_reply(s, &reply); /* a client arena: the client has it */
+		ruda__session_reply(s, &reply);
 	free(extra);
 }
 
@@ -977,9 +994,31 @@ static void handle_flush(struct ruda_session *s, const Ruda__Request *req)
 	ruda__stream_submit(s->current);
 }
 
+/*
+ * A sync's answer is settled once its stream's work is submitted: the
+ * stream's error so far, or the device's failure if its work never ends.
+ * When there is no error, the arena says which timeline value the work
+ * ends at, so the client can watch the progress page instead of waiting
+ * for the reply (docs/design.md, "Fast sync").
+ */
 static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
 {
-	wait_then_reply(s, req->id, WAIT_SYNC, NULL, 0);
+	struct ruda_stream *st = s->current;
+	ruda__stream_submit(st); /* a refused submission is the stream's error */
+	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_SYNC, NULL, 0);
+	if (!w) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	w->settled_ok = st->error == RUDA_OK && ruda__device_failure(s->device) == RUDA_OK;
+	struct ruda_arena_sync_entry e = {
+		.stream = st->id,
+		.queue = 0,
+		.request = req->id,
+		.value = w->settled_ok ? st->last_value : RUDA_ARENA_SYNC_REPLY_ONLY,
+	};
+	ruda_arena_sync_write(ruda__arena_header(s->arena), &e);
+	ruda__stream_wait(st, &w->base);
 }
 
 static void handle_check(struct ruda_session *s, const Ruda__Request *req)

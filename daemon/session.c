@@ -650,21 +650,27 @@ void ruda__session_reply(struct ruda_session *s, Ruda__Reply *reply)
 	ruda__session_flush(s);
 }
 
-void ruda__session_reply_fd(struct ruda_session *s, Ruda__Reply *reply, int fd)
+void ruda__session_reply_fds(struct ruda_session *s, Ruda__Reply *reply, int *fds, uint16_t nfds)
 {
 	uint8_t buf[RUDA_FRAME_MAX_PAYLOAD];
 	size_t size = ruda__reply__get_packed_size(reply);
 	if (s->state == RUDA_SESSION_DEAD || size > sizeof(buf)) {
-		close(fd);
+		for (uint16_t i = 0; i < nfds; i++)
+			close(fds[i]);
 		ruda__session_kill(s);
 		return;
 	}
 	ruda__reply__pack(reply, buf);
-	if (ruda__frame_writer_append(&s->out, buf, (uint32_t)size, &fd, 1) < 0) {
+	if (ruda__frame_writer_append(&s->out, buf, (uint32_t)size, fds, nfds) < 0) {
 		ruda__session_kill(s);
 		return;
 	}
 	ruda__session_flush(s);
+}
+
+void ruda__session_reply_fd(struct ruda_session *s, Ruda__Reply *reply, int fd)
+{
+	ruda__session_reply_fds(s, reply, &fd, 1);
 }
 
 void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_status status,

@@ -240,6 +240,9 @@ void ruda__session_destroy(struct ruda_session *session);
 void ruda__session_reply(struct ruda_session *session, struct Ruda__Reply *reply);
 /* Queue a reply that passes `fd` (the session takes ownership of it). */
 void ruda__session_reply_fd(struct ruda_session *session, struct Ruda__Reply *reply, int fd);
+/* The same with `nfds` descriptors (all taken, whatever happens). */
+void ruda__session_reply_fds(struct ruda_session *session, struct Ruda__Reply *reply, int *fds,
+			     uint16_t nfds);
 /* Queue a reply with only a status and message. */
 void ruda__session_reply_status(struct ruda_session *session, uint64_t request,
 				ruda_status status, const char *fmt, ...)

@@ -22,6 +22,7 @@
 #include "client_private.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
+#include "sync_fast.h"
 #include "tensor.h"
 #include "ruda.pb-c.h"
 
@@ -41,6 +42,8 @@ struct waiting {
 	uint64_t id;
 	Ruda__Reply *reply; /* owned once set */
 	int fd;             /* passed with the reply, or -1 */
+	int fd2;            /* a second one (Hello's progress page), or -1 */
+	int keep_fd2;       /* the caller takes fd2; else call_finish closes it */
 };
 
 struct ruda_client {
@@ -55,6 +58,11 @@ struct ruda_client {
 	struct waiting *waiting;
 	uint64_t next_request, next_handle, next_kernel, next_window;
 	uint32_t stream; /* where requests go; guarded by lock */
+
+	/* replies to skip: requests a fast sync answered (sync_fast.c) */
+	uint64_t *abandoned;
+	size_t nabandoned, abandoned_cap;
+	struct ruda_sync_fast fast;
 
 	uint8_t *arena; /* the shared memory, mapped */
 	uint64_t arena_size, data_offset;
@@ -86,6 +94,47 @@ static ruda_status gone_status(const ruda_client *c)
 }
 
 static void deliver(ruda_client *c, struct ruda_frame *frame);
+
+/* ---- replies nobody waits for any more --------------------------------- */
+
+/* Whether the reply to `id` was given up on (and forget it). Lock held. */
+static int forget_abandoned(ruda_client *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->nabandoned; i++)
+		if (c->abandoned[i] == id) {
+			c->abandoned[i] = c->abandoned[--c->nabandoned];
+			return 1;
+		}
+	return 0;
+}
+
+/* Stop waiting for `w`'s reply, which will be skipped when it comes. Lock
+ * held. Returns RUDA_OK, or RUDA_ERROR_OUT_OF_MEMORY when it cannot be
+ * recorded (the caller then waits for the reply). */
+static ruda_status abandon(ruda_client *c, struct waiting *w)
+{
+	if (!w->reply && c->nabandoned == c->abandoned_cap) {
+		size_t cap = c->abandoned_cap ? c->abandoned_cap * 2 : 8;
+		uint64_t *grown = realloc(c->abandoned, cap * sizeof(*grown));
+		if (!grown)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		c->abandoned = grown;
+		c->abandoned_cap = cap;
+	}
+	struct waiting **link = &c->waiting;
+	while (*link != w)
+		link = &(*link)->next;
+	*link = w->next;
+	if (w->reply)
+		ruda__reply__free_unpacked(w->reply, NULL); /* it came meanwhile */
+	else
+		c->abandoned[c->nabandoned++] = w->id;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->fd2 >= 0)
+		close(w->fd2);
+	return RUDA_OK;
+}
 
 /* A send failed: rudad may have said why before it closed the connection
  * (a notice waiting unread). Read what is there without blocking. Lock
@@ -187,6 +236,13 @@ static void deliver(ruda_client *c, struct ruda_frame *frame)
 	if (reply)
 		for (w = c->waiting; w && w->id != reply->id; w = w->next)
 			;
+	if (!w && reply && forget_abandoned(c, reply->id)) {
+		/* a sync the progress page already answered */
+		ruda__reply__free_unpacked(reply, NULL);
+		for (uint16_t i = 0; i < frame->nfds; i++)
+			close(frame->fds[i]);
+		return;
+	}
 	if (!w || w->reply) {
 		/* nobody asked: a broken daemon; do not trust the stream further */
 		if (reply)
@@ -201,6 +257,8 @@ static void deliver(ruda_client *c, struct ruda_frame *frame)
 	for (uint16_t i = 0; i < frame->nfds; i++) {
 		if (i == 0 && w->fd < 0)
 			w->fd = frame->fds[i];
+		else if (i == 1 && w->fd2 < 0)
+			w->fd2 = frame->fds[i];
 		else
 			close(frame->fds[i]);
 	}
@@ -250,7 +308,7 @@ static ruda_status call_begin(ruda_client *c, Ruda__Request *req, struct waiting
 		st = send_queued(c);
 	if (st != RUDA_OK)
 		return st;
-	*w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
+	*w = (struct waiting){.id = req->id, .fd = -1, .fd2 = -1, .next = c->waiting};
 	c->waiting = w;
 	return RUDA_OK;
 }
@@ -275,6 +333,10 @@ static ruda_status call_finish(ruda_client *c, struct waiting *w, Ruda__Reply **
 	while (*link != w)
 		link = &(*link)->next;
 	*link = w->next;
+	if (w->fd2 >= 0 && !w->keep_fd2) {
+		close(w->fd2);
+		w->fd2 = -1;
+	}
 	if (!w->reply) {
 		if (w->fd >= 0)
 			close(w->fd);
@@ -353,8 +415,9 @@ uint64_t ruda__client_next_id(ruda_client *c)
 }
 
 /* A round trip whose request passes `fd` (borrowed); *out (optional) gets
- * the reply. Takes the lock. */
-static ruda_status call_passing_fd(ruda_client *c, Ruda__Request *req, int fd, Ruda__Reply **out)
+ * the reply, *fd_out (optional) an fd passed with it. Takes the lock. */
+static ruda_status call_passing_fd(ruda_client *c, Ruda__Request *req, int fd, Ruda__Reply **out,
+				   int *fd_out)
 {
 	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the writer closes what it sends */
 	if (copy < 0) {
@@ -383,9 +446,9 @@ static ruda_status call_passing_fd(ruda_client *c, Ruda__Request *req, int fd, R
 	if (st == RUDA_OK)
 		st = send_queued(c);
 	if (st == RUDA_OK) {
-		w = (struct waiting){.id = req->id, .fd = -1, .next = c->waiting};
+		w = (struct waiting){.id = req->id, .fd = -1, .fd2 = -1, .next = c->waiting};
 		c->waiting = &w;
-		st = call_finish(c, &w, out, NULL);
+		st = call_finish(c, &w, out, fd_out);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (copy >= 0)
@@ -396,7 +459,7 @@ static ruda_status call_passing_fd(ruda_client *c, Ruda__Request *req, int fd, R
 
 ruda_status ruda__client_call_with_fd(ruda_client *c, Ruda__Request *req, int fd)
 {
-	return call_passing_fd(c, req, fd, NULL);
+	return call_passing_fd(c, req, fd, NULL, NULL);
 }
 
 /* ---- arena -------------------------------------------------------------- */
@@ -535,13 +598,20 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
 	req.hello = &h;
 	Ruda__Reply *reply = NULL;
-	int fd = -1;
+	int fd = -1, progress_fd = -1;
 	ruda_status st;
 	if (own) {
-		st = call_passing_fd(c, &req, o->arena_fd, &reply);
+		/* no arena comes back: the one fd, if any, is the progress page */
+		st = call_passing_fd(c, &req, o->arena_fd, &reply, &progress_fd);
 	} else {
+		struct waiting w;
 		pthread_mutex_lock(&c->lock);
-		st = round_trip(c, &req, &reply, &fd);
+		st = call_begin(c, &req, &w);
+		if (st == RUDA_OK) {
+			w.keep_fd2 = 1;
+			st = call_finish(c, &w, &reply, &fd);
+			progress_fd = w.fd2;
+		}
 		pthread_mutex_unlock(&c->lock);
 	}
 	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || (!own && fd < 0) ||
@@ -560,8 +630,12 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		else
 			c->devices.fingerprint = ruda__client_devices_fingerprint(&c->props);
 	}
+	if (st == RUDA_OK && reply->hello->progress_page)
+		ruda__sync_fast_init(&c->fast, progress_fd); /* else: replies only */
 	if (fd >= 0)
 		close(fd);
+	if (progress_fd >= 0)
+		close(progress_fd);
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);
 	return st;
@@ -569,6 +643,8 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 
 static void client_free(ruda_client *c)
 {
+	ruda__sync_fast_finish(&c->fast);
+	free(c->abandoned);
 	if (c->arena)
 		munmap(c->arena, c->arena_size);
 	ruda__arena_ring_finish(&c->ring);
@@ -1107,7 +1183,21 @@ ruda_status ruda_client_sync(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_SYNC;
 	req.sync = &s;
-	return call(c, &req, NULL);
+	struct waiting w;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = call_begin(c, &req, &w);
+	if (st == RUDA_OK) {
+		/* watch the progress page unlocked: the thread reading replies
+		 * for the others may need the lock */
+		pthread_mutex_unlock(&c->lock);
+		int done = ruda__sync_fast_wait(&c->fast, (struct ruda_arena_header *)c->arena,
+						req.stream, req.id);
+		pthread_mutex_lock(&c->lock);
+		if (!done || abandon(c, &w) != RUDA_OK)
+			st = call_finish(c, &w, NULL, NULL);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return st;
 }
 
 static ruda_status handles_request(ruda_client *c, const ruda_handle *handles, size_t count,

@@ -306,8 +306,14 @@ int raw_send_request(int fd, const Ruda__Request *req)
 
 Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out)
 {
-	if (fd_out)
-		*fd_out = -1;
+	return raw_recv_reply_fds(fd, timeout_ms, fd_out, fd_out ? 1 : 0);
+}
+
+Ruda__Reply *raw_recv_reply_fds(int fd, int timeout_ms, int *fds_out, int max_fds)
+{
+	int nout = 0;
+	for (int i = 0; i < max_fds; i++)
+		fds_out[i] = -1;
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	if (poll(&p, 1, timeout_ms) <= 0)
 		return NULL;
@@ -328,8 +334,8 @@ Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out)
 		int fds[RUDA_FRAME_QUEUED_FDS];
 		memcpy(fds, CMSG_DATA(c), k * sizeof(int));
 		for (size_t i = 0; i < k; i++) {
-			if (fd_out && *fd_out < 0)
-				*fd_out = fds[i];
+			if (nout < max_fds)
+				fds_out[nout++] = fds[i];
 			else
 				close(fds[i]);
 		}
@@ -349,6 +355,17 @@ Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out)
 
 ruda_status raw_hello(int fd, uint64_t id)
 {
+	int fds[2];
+	ruda_status st = raw_hello_fds(fd, id, fds);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return st;
+}
+
+ruda_status raw_hello_fds(int fd, uint64_t id, int fds[2])
+{
+	fds[0] = fds[1] = -1;
 	Ruda__Hello h = RUDA__HELLO__INIT;
 	h.protocol_version = RUDA_PROTOCOL_VERSION;
 	h.client_name = "raw";
@@ -358,14 +375,11 @@ ruda_status raw_hello(int fd, uint64_t id)
 	req.hello = &h;
 	if (raw_send_request(fd, &req) < 0)
 		return RUDA_ERROR_DISCONNECTED;
-	int arena = -1;
-	Ruda__Reply *reply = raw_recv_reply(fd, 10000, &arena);
+	Ruda__Reply *reply = raw_recv_reply_fds(fd, 10000, fds, 2);
 	if (!reply)
 		return RUDA_ERROR_DISCONNECTED;
 	ruda_status st = (ruda_status)reply->status;
 	ruda__reply__free_unpacked(reply, NULL);
-	if (arena >= 0)
-		close(arena);
 	return st;
 }
 

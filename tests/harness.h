@@ -73,8 +73,13 @@ int raw_send_request(int fd, const Ruda__Request *req);
 /* Receive one reply (waits up to timeout_ms); NULL on EOF/timeout/garbage.
  * *fd_out (optional) gets a passed fd or -1. */
 Ruda__Reply *raw_recv_reply(int fd, int timeout_ms, int *fd_out);
+/* The same, keeping up to `max_fds` passed fds in fds_out (-1 for none). */
+Ruda__Reply *raw_recv_reply_fds(int fd, int timeout_ms, int *fds_out, int max_fds);
 /* Do the handshake; returns the hello reply's status. */
 ruda_status raw_hello(int fd, uint64_t id);
+/* The same, keeping the arena (fds[0]) and progress page (fds[1]) fds,
+ * -1 where none came. */
+ruda_status raw_hello_fds(int fd, uint64_t id, int fds[2]);
 /* Whether the daemon has closed this connection (EOF within timeout_ms). */
 int raw_closed_by_peer(int fd, int timeout_ms);
 

@@ -258,6 +258,20 @@ START_TEST(client_arena_round_trips)
 		round_trip(c, sizes[i], 20 + i);
 	/* many times the 2 MiB arena: split and pipelined through it */
 	round_trip(c, 9 * MiB + 7, 30);
+	/* a kernel and a sync (its fast path watches a slot of this arena) */
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	ruda_handle out;
+	ck_assert_int_eq(ruda_client_empty(c, 4096, &out), RUDA_OK);
+	uint32_t push[2] = {0xabcd1234u, 1024};
+	ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){4, 1, 1}, &out, 1, push,
+					    sizeof(push)),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	uint32_t words[1024];
+	ck_assert_int_eq(ruda_client_read_one(c, out, words), RUDA_OK);
+	for (int i = 0; i < 1024; i++)
+		ck_assert_uint_eq(words[i], 0xabcd1234u);
+	ck_assert_int_eq(ruda_client_release(c, out), RUDA_OK);
 	struct arena_figures f = admin_figures(&d);
 	ck_assert_uint_eq(f.arenas, 2);
 	ck_assert_uint_eq(f.arena_bytes, 2 * MiB + DEFAULT_ARENA);
