@@ -858,6 +858,9 @@ START_TEST(all_reduce_participant_disconnects)
 	ruda_handle a, d;
 	ruda_client_create(clients[0], data, 64, &a);
 	ruda_client_empty(clients[0], 64, &d);
+	/* the upload imports the arena first: done, the all-reduce below reaches
+	 * rudad before the other participant's goodbye */
+	ck_assert_int_eq(ruda_client_sync(clients[0]), RUDA_OK);
 	ruda_device_id ids[2] = {ruda_client_device_id(clients[0]), ruda_client_device_id(clients[1])};
 	ck_assert_int_eq(ruda_client_all_reduce(clients[0], a, d, RUDA_ELEM_F32, ids, 2,
 						RUDA_REDUCE_SUM),
