@@ -240,6 +240,24 @@ static void append_key(char *list, size_t len, const char *name)
 	snprintf(list + used, len - used, "%s%s", used ? ", " : "", name);
 }
 
+/* Each client holds two descriptors (its socket and its arena): raise the
+ * soft limit (1024 by default) towards max_clients' needs, up to the hard
+ * limit. */
+static void raise_fd_limit(uint32_t max_clients)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t want = (rlim_t)max_clients * 2 + 64;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		log_warn("open files limited to %llu: fewer than max_clients = %u clients fit",
+			 (unsigned long long)rl.rlim_cur, max_clients);
+}
+
 /* SIGHUP: read the file again; apply what can change while running, keep
  * the rest (and say so). */
 static void reload(struct daemon *d)
@@ -285,6 +303,8 @@ static void reload(struct daemon *d)
 	ruda__config_finish(&d->config);
 	d->config = next;
 	ruda__log_init(d->config.log_level);
+	if (d->config.max_clients > d->server.max_clients)
+		raise_fd_limit(d->config.max_clients);
 	d->server.max_clients = d->config.max_clients;
 	d->server.ctx.arena_size = d->config.arena_size;
 	log_notice("reloaded %s%s: %s", d->config_path, found ? "" : " (absent: defaults)",
@@ -355,24 +375,6 @@ static int list_devices(void)
 	}
 	ruda__vulkan_finish(&vk);
 	return 0;
-}
-
-/* Each client holds two descriptors (its socket and its arena): raise the
- * soft limit (1024 by default) towards max_clients' needs, up to the hard
- * limit. */
-static void raise_fd_limit(uint32_t max_clients)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
-	rlim_t want = (rlim_t)max_clients * 2 + 64;
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
-		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
-		log_warn("open files limited to %llu: fewer than max_clients = %u clients fit",
-			 (unsigned long long)rl.rlim_cur, max_clients);
 }
 
 int main(int argc, char **argv)

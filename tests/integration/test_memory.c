@@ -1,6 +1,7 @@
 /* Memory through rudad: pooled allocation, try_empty, accounting, clean-up
  * after killed clients. */
 #include <check.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -238,8 +239,8 @@ END_TEST
  * gets exactly its share, b's churn neither takes from it nor is refused. */
 struct churn {
 	ruda_client *client;
-	volatile int stop;
-	int refused, done;
+	atomic_int stop;
+	atomic_int refused, done;
 };
 
 static void *churn_run(void *arg)
@@ -267,8 +268,14 @@ START_TEST(quota_per_client_while_another_allocates)
 	struct churn ch = {.client = test_connect(&d, "b")};
 	pthread_t thread;
 	ck_assert_int_eq(pthread_create(&thread, NULL, churn_run, &ch), 0);
+	/* the two overlap however the threads are scheduled: b is churning
+	 * before a starts, and a goes on until b has churned meanwhile */
+	while (atomic_load(&ch.done) < 3)
+		usleep(1000);
+	int before = atomic_load(&ch.done);
 	ruda_handle h[5];
-	for (int round = 0; round < 5; round++) {
+	for (int round = 0; round < 5 || (atomic_load(&ch.done) - before < 9 && round < 1000);
+	     round++) {
 		for (int i = 0; i < 4; i++)
 			ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[i]), RUDA_OK);
 		ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[4]), RUDA_ERROR_QUOTA);
@@ -279,10 +286,10 @@ START_TEST(quota_per_client_while_another_allocates)
 			ruda_client_release(a, h[i]);
 		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	}
-	ch.stop = 1;
+	atomic_store(&ch.stop, 1);
 	pthread_join(thread, NULL);
-	ck_assert_int_eq(ch.refused, 0);
-	ck_assert_int_gt(ch.done, 0);
+	ck_assert_int_eq(atomic_load(&ch.refused), 0);
+	ck_assert_int_ge(atomic_load(&ch.done) - before, 9);
 	ruda_client_close(a);
 	ruda_client_close(ch.client);
 	test_daemon_stop(&d);

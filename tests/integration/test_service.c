@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -339,6 +340,55 @@ START_TEST(sd_notify_messages)
 }
 END_TEST
 
+/* The soft limit on open files of `pid`, from /proc. */
+static unsigned long long soft_nofile(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	unsigned long long soft = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Max open files", 14) == 0)
+			soft = strtoull(line + 14, NULL, 10);
+	fclose(f);
+	return soft;
+}
+
+/* Raising max_clients with SIGHUP raises the open-files limit the clients
+ * need (two descriptors each), as at start. */
+START_TEST(reload_raises_fd_limit)
+{
+	struct rlimit saved, low;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
+	if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < 2 * 600 + 64) {
+		fprintf(stderr, "SKIP reload_raises_fd_limit: hard limit %llu\n",
+			(unsigned long long)saved.rlim_max);
+		return;
+	}
+	char dir[] = "/tmp/ruda-svc-XXXXXX", conf[128];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/rudad.conf", dir);
+	write_file(conf, "max_clients = 10\n", 0644);
+	low = saved;
+	low.rlim_cur = 200; /* rudad inherits it */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	struct test_daemon d;
+	const char *args[] = {"--config", conf, NULL};
+	test_daemon_start(&d, args);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &saved), 0);
+	ck_assert_uint_eq(soft_nofile(d.pid), 200); /* 10 clients fit */
+
+	write_file(conf, "max_clients = 600\n", 0644);
+	kill(d.pid, SIGHUP);
+	ck_assert(wait_for_text(d.log_path, 5000, "reloaded", (char *)NULL));
+	ck_assert_uint_eq(soft_nofile(d.pid), 2 * 600 + 64);
+	test_daemon_stop(&d);
+	unlink(conf);
+	rmdir(dir);
+}
+END_TEST
+
 /* `systemd-analyze verify` on the units, with rudad where ExecStart= says
  * it is, and the hardening score kept. */
 START_TEST(units_verify)
@@ -652,6 +702,7 @@ int main(void)
 	tcase_add_test(tc, socket_mode_and_group);
 	tcase_add_test(tc, socket_activation);
 	tcase_add_test(tc, sd_notify_messages);
+	tcase_add_test(tc, reload_raises_fd_limit);
 	tcase_add_test(tc, units_verify);
 	tcase_add_test(tc, man_pages_render);
 	tcase_add_test(tc, other_uid_refused);

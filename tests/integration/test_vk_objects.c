@@ -264,7 +264,16 @@ START_TEST(killed_at_every_stage)
 		if (round == 0 && stage == STAGES - 1)
 			snapshot(after_first);
 	}
-	assert_counts(after_first, "second round");
+	/* everything but command buffers as after the first round; those may
+	 * follow a higher peak of work in flight by a few, where one lost per
+	 * killed client would be STAGES more */
+	int64_t after_second[VKCOUNT_KINDS];
+	snapshot(after_second);
+	assert_counts_pools(after_first, "second round", 0);
+	ck_assert_msg(after_second[VKCOUNT_COMMAND_BUFFER] <= after_first[VKCOUNT_COMMAND_BUFFER] + 3,
+		      "second round: %lld command buffers, %lld after the first",
+		      (long long)after_second[VKCOUNT_COMMAND_BUFFER],
+		      (long long)after_first[VKCOUNT_COMMAND_BUFFER]);
 	ruda_client_close(watch);
 	stop(&d);
 }
