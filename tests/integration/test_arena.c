@@ -57,6 +57,40 @@ static struct arena_figures admin_figures(const struct test_daemon *d)
 	return f;
 }
 
+/* AdminClients' view of the client named `name`: whether its arena is
+ * imported and whether it is the client's own. */
+static void admin_client_flags(const struct test_daemon *d, const char *name, int *imported,
+			       int *own)
+{
+	int fd = raw_connect(d);
+	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
+	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
+	admin.clients = &clients;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = &admin;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
+	int found = 0;
+	for (size_t i = 0; i < reply->admin->clients->n_clients; i++) {
+		const Ruda__AdminClient *c = reply->admin->clients->clients[i];
+		if (strcmp(c->name, name) == 0) {
+			*imported = c->arena_imported;
+			*own = c->client_arena;
+			found = 1;
+		}
+	}
+	ck_assert_msg(found, "no client named %s", name);
+	ruda__reply__free_unpacked(reply, NULL);
+	close(fd);
+}
+
 static void round_trip(ruda_client *c, size_t size, uint64_t seed)
 {
 	uint8_t *data = malloc(size), *back = malloc(size);
@@ -96,6 +130,9 @@ static void idle_clients_pin_nothing(int bounce)
 	ck_assert_uint_eq(f.arena_bytes, (N + 1) * DEFAULT_ARENA);
 	ck_assert_uint_eq(f.imported, 0);
 	ck_assert_uint_eq(f.imported_bytes, 0);
+	int imported, own;
+	admin_client_flags(&d, "idle", &imported, &own);
+	ck_assert(!imported && !own);
 	ck_assert_uint_eq(f.min_arena, MiB);
 	ck_assert_uint_eq(f.max_arena, 4096 * MiB);
 
@@ -252,6 +289,9 @@ START_TEST(client_arena_round_trips)
 	munmap(h, 4096);
 	ck_assert_int_ne(fcntl(fd, F_GET_SEALS) & F_SEAL_GROW, 0);
 	close(fd); /* the caller's copy: the session keeps its mappings */
+	int imported, own;
+	admin_client_flags(&d, "own arena", &imported, &own);
+	ck_assert(own && !imported);
 
 	static const size_t sizes[] = {1, 3, 4095, 4097, (1u << 20) + 1};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
@@ -277,6 +317,8 @@ START_TEST(client_arena_round_trips)
 	ck_assert_uint_eq(f.arena_bytes, 2 * MiB + DEFAULT_ARENA);
 	ck_assert_uint_eq(f.imported, 1);
 	ck_assert_uint_eq(f.imported_bytes, 2 * MiB);
+	admin_client_flags(&d, "own arena", &imported, &own);
+	ck_assert(own && imported);
 	ruda_client_close(c);
 
 	/* a declared size: part of a larger memfd, rounded down to whole pages */
