@@ -52,8 +52,8 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 	VkMemoryRequirements req;
 	vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
 	ruda_status st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
-						 (ruda_allocation_mode)mode, exportable,
-						 &b->memory);
+						 (ruda_allocation_mode)mode,
+						 exportable ? b->vk : VK_NULL_HANDLE, &b->memory);
 	if (st == RUDA_OK &&
 	    vkBindBufferMemory(d->vk, b->vk, b->memory.memory, b->memory.offset) != VK_SUCCESS) {
 		ruda__memory_free(&d->allocator, &b->memory);
@@ -67,6 +67,7 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 		return st;
 	}
 	b->allocated = b->memory.size;
+	b->vk_size = vk_size;
 	ruda_ref_init(&b->ref, buffer_destroy);
 	d->stats.bytes += b->allocated;
 	d->stats.buffers++;

@@ -25,6 +25,7 @@ struct ruda_buffer {
 	VkBuffer vk;
 	struct ruda_allocation memory;
 	uint64_t size;      /* requested bytes */
+	uint64_t vk_size;   /* VkBufferCreateInfo::size: an importer's buffer repeats it */
 	uint64_t allocated; /* bytes of device memory reserved for it */
 };
 
@@ -32,7 +33,9 @@ struct ruda_buffer {
 ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
 				struct ruda_buffer **out);
 /* The same in allocation mode `mode` (memory.h); dedicated buffers are
- * exportable where the device has VK_KHR_external_memory_fd. */
+ * exportable (device.h: export_off NULL): created with
+ * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
+ * dedicated to them. */
 ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
 				     struct ruda_buffer **out);
 

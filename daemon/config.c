@@ -102,6 +102,9 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_FORCE_CHECKED_LAUNCHES] = {.name = "force_checked_launches", .type = T_BOOL,
 						.offset = F(force_checked_launches),
 						.reload = true},
+	/* devices enable the extension, or not, when they open */
+	[RUDA_CONFIG_EXPORT_MEMORY] = {.name = "export_memory", .type = T_BOOL,
+				       .offset = F(export_memory)},
 	[RUDA_CONFIG_MAX_MEMORY_PER_CLIENT] = {.name = "max_memory_per_client", .type = T_MEMORY,
 					       .offset = F(max_memory_per_client),
 					       .reload = true},
@@ -165,6 +168,7 @@ void ruda__config_init(struct ruda_config *c)
 	c->log_level = RUDA_LOG_INFO;
 	c->admin_gid = (gid_t)-1;
 	c->read_only_views = true; /* as ps(1) shows processes to everyone */
+	c->export_memory = true;
 	c->max_memory_per_client = RUDA_UNLIMITED;
 	c->max_memory_per_uid = RUDA_UNLIMITED;
 }

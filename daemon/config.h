@@ -41,6 +41,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_UNCHECKED_LAUNCH_USERS,
 	RUDA_CONFIG_UNCHECKED_LAUNCH_GROUPS,
 	RUDA_CONFIG_FORCE_CHECKED_LAUNCHES,
+	RUDA_CONFIG_EXPORT_MEMORY,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
 	RUDA_CONFIG_MAX_PRIORITY,
@@ -89,6 +90,7 @@ struct ruda_config {
 	struct ruda_id_list unchecked_launch_users;
 	struct ruda_id_list unchecked_launch_groups;
 	bool force_checked_launches;
+	bool export_memory; /* buffers may be exported as fds (get_resource) */
 
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;

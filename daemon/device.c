@@ -111,6 +111,24 @@ int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bit
 	return -1;
 }
 
+/* Whether buffers of rudad's usage can be exported as opaque fds and
+ * imported back (what an importer on the same device does). */
+static bool opaque_fd_buffers(VkPhysicalDevice physical)
+{
+	VkPhysicalDeviceExternalBufferInfo info = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+		.usage = RUDA_BUFFER_USAGE,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkExternalBufferProperties props = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES,
+	};
+	vkGetPhysicalDeviceExternalBufferProperties(physical, &info, &props);
+	VkExternalMemoryFeatureFlags need = VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT |
+					    VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT;
+	return (props.externalMemoryProperties.externalMemoryFeatures & need) == need;
+}
+
 static bool has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -545,6 +563,15 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	/* optional: buffers exported as fds (get_resource) */
 	bool memory_fd = has_extension(exts, nexts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 	free(exts);
+	if (vk->no_export) {
+		memory_fd = false;
+		d->export_off = "export_memory is off in rudad.conf";
+	} else if (!memory_fd) {
+		d->export_off = "the device has no VK_KHR_external_memory_fd";
+	} else if (!opaque_fd_buffers(d->physical)) {
+		memory_fd = false;
+		d->export_off = "the device cannot export and import buffers as opaque fds";
+	}
 	/* without host import, transfers go through a bounce buffer in rudad
 	 * (arena.c); RUDA_NO_HOST_IMPORT=1 forces that path, for its tests */
 	const char *no_import = getenv("RUDA_NO_HOST_IMPORT");
@@ -711,6 +738,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		};
 		vkGetPhysicalDeviceProperties2(d->physical, &id_query);
 		memcpy(d->device_uuid, id.deviceUUID, VK_UUID_SIZE);
+		memcpy(d->driver_uuid, id.driverUUID, VK_UUID_SIZE);
 	}
 
 	VkCommandPoolCreateInfo pool = {
@@ -772,6 +800,27 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		log_error("device %s: no memory type for buffers", d->props.deviceName);
 		goto fail;
 	}
+	/* exported buffers take their memory from the same type as all others */
+	if (d->get_memory_fd) {
+		VkExternalMemoryBufferCreateInfo external = {
+			.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+			.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+		};
+		probe_info.pNext = &external;
+		if (vkCreateBuffer(d->vk, &probe_info, NULL, &probe) != VK_SUCCESS) {
+			req.memoryTypeBits = 0;
+		} else {
+			vkGetBufferMemoryRequirements(d->vk, probe, &req);
+			vkDestroyBuffer(d->vk, probe, NULL);
+		}
+		if (!(req.memoryTypeBits & (1u << d->allocator.type))) {
+			d->get_memory_fd = NULL;
+			d->export_off = "exportable buffers cannot use the memory type of the others";
+		}
+	}
+	if (d->export_off)
+		log_info("device %s: buffers are not exportable: %s", d->props.deviceName,
+			 d->export_off);
 
 	ruda__progress_init(&d->progress, 1);
 	pthread_mutex_init(&d->lock, NULL);

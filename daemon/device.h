@@ -67,8 +67,12 @@ struct ruda_device {
 	struct ruda_spirv_features spirv_features; /* what kernels may use */
 	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
 	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
-	PFN_vkGetMemoryFdKHR get_memory_fd; /* NULL: no VK_KHR_external_memory_fd */
-	uint8_t device_uuid[VK_UUID_SIZE];  /* for importers of exported memory */
+	/* exported buffers (get_resource): get_memory_fd is NULL where they
+	 * cannot be, and export_off (static text) says why */
+	PFN_vkGetMemoryFdKHR get_memory_fd;
+	const char *export_off;
+	uint8_t device_uuid[VK_UUID_SIZE];  /* importers must match both */
+	uint8_t driver_uuid[VK_UUID_SIZE];
 
 	VkCommandPool command_pool; /* loop thread only */
 	VkPipelineCache pipeline_cache;
@@ -132,6 +136,7 @@ struct ruda_vulkan {
 	VkInstance instance;
 	VkPhysicalDevice *physical;
 	uint32_t nphysical;
+	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
 };
 
 int ruda__vulkan_init(struct ruda_vulkan *vk);

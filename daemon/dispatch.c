@@ -1348,8 +1348,8 @@ static void handle_export_resource(struct ruda_session *s, const Ruda__Request *
 	struct ruda_device *d = s->device;
 	if (!d->get_memory_fd) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
-					   "device %u cannot export memory "
-					   "(no VK_KHR_external_memory_fd)", d->index);
+					   "device %u cannot export memory: %s", d->index,
+					   d->export_off);
 		return;
 	}
 	if (!ruda__memory_exportable(&b->memory)) {
@@ -1372,12 +1372,20 @@ static void handle_export_resource(struct ruda_session *s, const Ruda__Request *
 		return;
 	}
 	Ruda__ResourceReply rr = RUDA__RESOURCE_REPLY__INIT;
-	rr.memory_size = b->memory.page ? b->memory.size : 0;
+	rr.memory_size = b->memory.size; /* the allocation's, exactly */
 	rr.offset = b->memory.offset;
 	rr.size = b->size;
 	rr.memory_type_index = d->allocator.type;
 	rr.device_uuid.data = d->device_uuid;
 	rr.device_uuid.len = VK_UUID_SIZE;
+	/* what an importer repeats: the buffer the memory is dedicated to */
+	rr.driver_uuid.data = d->driver_uuid;
+	rr.driver_uuid.len = VK_UUID_SIZE;
+	rr.dedicated = 1;
+	rr.buffer_size = b->vk_size;
+	rr.buffer_usage = RUDA_BUFFER_USAGE;
+	rr.handle_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+	rr.memory_property_flags = d->memory.memoryTypes[d->allocator.type].propertyFlags;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_RESOURCE;

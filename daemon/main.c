@@ -528,6 +528,7 @@ int main(int argc, char **argv)
 		ruda__pipeline_cache_setup_driver_caches(cache_dir);
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
+	d.vulkan.no_export = !d.config.export_memory;
 	int rc = 1;
 	if (ruda__device_set_open(&d.devices, &d.vulkan, d.config.devices, d.loop,
 				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,

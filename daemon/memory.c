@@ -85,7 +85,7 @@ void ruda__memory_finish(struct ruda_memory *m)
 }
 
 static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
-					 int exportable)
+					 VkBuffer export_for)
 {
 	struct ruda_memory_page *p = calloc(1, sizeof(*p));
 	struct free_range *r = dedicated ? NULL : malloc(sizeof(*r));
@@ -103,13 +103,20 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		free(r);
 		return NULL;
 	}
+	/* exportable from the start (memory cannot become so later), and
+	 * dedicated to its buffer: importers get the same allocation */
+	VkMemoryDedicatedAllocateInfo for_buffer = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+		.buffer = export_for,
+	};
 	VkExportMemoryAllocateInfo export = {
 		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+		.pNext = &for_buffer,
 		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
 	};
 	VkMemoryAllocateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-		.pNext = exportable ? &export : NULL,
+		.pNext = export_for != VK_NULL_HANDLE ? &export : NULL,
 		.allocationSize = size,
 		.memoryTypeIndex = m->type,
 	};
@@ -120,7 +127,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	}
 	p->size = size;
 	p->dedicated = dedicated;
-	p->exportable = exportable;
+	p->exportable = export_for != VK_NULL_HANDLE;
 	if (r) {
 		*r = (struct free_range){.offset = 0, .size = size};
 		p->free = r;
@@ -201,7 +208,8 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
 			       struct ruda_allocation *out)
 {
-	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, 0, out);
+	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, VK_NULL_HANDLE,
+				       out);
 }
 
 int ruda__memory_exportable(const struct ruda_allocation *a)
@@ -210,18 +218,22 @@ int ruda__memory_exportable(const struct ruda_allocation *a)
 }
 
 ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
-				    ruda_allocation_mode mode, int exportable,
+				    ruda_allocation_mode mode, VkBuffer export_for,
 				    struct ruda_allocation *out)
 {
 	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
 	if (size > m->device->max_allocation_size)
 		return RUDA_ERROR_TOO_LARGE;
 	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
-	uint64_t reserved = align_up(size ? size : 1, m->alignment);
+	if (mode != RUDA_ALLOCATION_DEDICATED)
+		export_for = VK_NULL_HANDLE;
+	/* a dedicated allocation is exactly its buffer's size (Vulkan says so) */
+	uint64_t reserved = export_for != VK_NULL_HANDLE ? size
+							 : align_up(size ? size : 1, m->alignment);
 	struct ruda_memory_page *p;
 	uint64_t offset = 0;
 	if (reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED) {
-		p = page_new(m, reserved, 1, exportable && mode == RUDA_ALLOCATION_DEDICATED);
+		p = page_new(m, reserved, 1, export_for);
 		if (!p)
 			return RUDA_ERROR_OUT_OF_MEMORY;
 	} else {
@@ -231,7 +243,7 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 			    page_take(p, reserved, align, &offset) == 0)
 				break;
 		if (!p) {
-			p = page_new(m, m->page_size, 0, 0);
+			p = page_new(m, m->page_size, 0, VK_NULL_HANDLE);
 			if (!p || page_take(p, reserved, align, &offset) < 0)
 				return RUDA_ERROR_OUT_OF_MEMORY;
 			p->persistent = persistent;

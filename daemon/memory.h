@@ -49,10 +49,13 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
 /* Frees every page; all allocations must be gone. */
 void ruda__memory_finish(struct ruda_memory *m);
 
-/* As ruda__memory_alloc in `mode` (<ruda/ruda.h>; docs/memory.md); `exportable` (dedicated only) allocates
- * memory that VK_KHR_external_memory_fd can export. */
+/* As ruda__memory_alloc in `mode` (<ruda/ruda.h>; docs/memory.md). In
+ * dedicated mode, `export_for` (else VK_NULL_HANDLE) is the buffer the
+ * memory is for: it is then allocated exportable as an opaque fd and
+ * dedicated to that buffer (VkMemoryDedicatedAllocateInfo), exactly `size`
+ * bytes (its memory requirements' size), as an importer must repeat it. */
 ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
-				    ruda_allocation_mode mode, int exportable,
+				    ruda_allocation_mode mode, VkBuffer export_for,
 				    struct ruda_allocation *out);
 /* Whether the allocation's memory is its own and exportable. */
 int ruda__memory_exportable(const struct ruda_allocation *a);

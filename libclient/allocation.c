@@ -60,9 +60,16 @@ ruda_status ruda_client_get_resource(ruda_client *c, ruda_handle h, ruda_resourc
 			.offset = r->offset,
 			.size = r->size,
 			.memory_type_index = r->memory_type_index,
+			.dedicated = r->dedicated,
+			.buffer_size = r->buffer_size,
+			.buffer_usage = r->buffer_usage,
+			.handle_type = r->handle_type,
+			.memory_property_flags = r->memory_property_flags,
 		};
 		if (r->device_uuid.len == sizeof(out->device_uuid))
 			memcpy(out->device_uuid, r->device_uuid.data, sizeof(out->device_uuid));
+		if (r->driver_uuid.len == sizeof(out->driver_uuid))
+			memcpy(out->driver_uuid, r->driver_uuid.data, sizeof(out->driver_uuid));
 		fd = -1;
 	}
 	if (fd >= 0)

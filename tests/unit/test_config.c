@@ -60,6 +60,7 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.log_level, RUDA_LOG_INFO);
 	ck_assert(c.read_only_views);
 	ck_assert(!c.force_checked_launches);
+	ck_assert(c.export_memory);
 	ck_assert_uint_eq(c.allowed_users.count, 0);
 	ck_assert(c.max_memory_per_client == RUDA_UNLIMITED);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
@@ -91,6 +92,7 @@ START_TEST(good_file)
 		"unchecked_launch_users = 1000\n"
 		"unchecked_launch_groups =\n"
 		"force_checked_launches = on\n"
+		"export_memory = no\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
 		"max_priority = 3\n"
@@ -129,12 +131,13 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.unchecked_launch_users.count, 1);
 	ck_assert_uint_eq(c.unchecked_launch_groups.count, 0);
 	ck_assert(c.force_checked_launches);
+	ck_assert(!c.export_memory);
 	ck_assert(c.max_memory_per_client == 1ull << 30);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 27);
+	ck_assert_uint_eq(c.quotas[0].line, 28);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);

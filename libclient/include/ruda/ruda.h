@@ -406,7 +406,16 @@ ruda_status ruda_client_allocation_mode(ruda_client *client, ruda_allocation_mod
 ruda_status ruda_client_allocation_window(ruda_client *client, ruda_allocation_mode mode,
 					  void (*task)(void *user), void *user);
 
-/* A buffer's device memory as a file descriptor (get_resource). */
+/*
+ * A buffer's device memory as a file descriptor (get_resource), with what
+ * an importer must repeat (docs/memory.md shows the import): a VkBuffer of
+ * `buffer_size` bytes and `buffer_usage`, created with
+ * VkExternalMemoryBufferCreateInfo(`handle_type`); then vkAllocateMemory of
+ * exactly `memory_size` bytes of type `memory_type_index` with
+ * VkImportMemoryFdInfoKHR(`fd`) and, when `dedicated`,
+ * VkMemoryDedicatedAllocateInfo naming that buffer; on the physical device
+ * whose deviceUUID and driverUUID are these.
+ */
 typedef struct ruda_resource {
 	int fd;                     /* opaque fd (VK_KHR_external_memory_fd); the caller's */
 	uint64_t memory_size;       /* bytes of the exported allocation */
@@ -414,15 +423,26 @@ typedef struct ruda_resource {
 	uint64_t size;              /* the buffer's bytes */
 	uint32_t memory_type_index; /* on the exporting device */
 	uint8_t device_uuid[16];    /* import only on a device with this UUID */
+	uint8_t driver_uuid[16];    /* ... and this driver UUID */
+	int dedicated;              /* memory dedicated to its buffer */
+	uint64_t buffer_size;       /* VkBufferCreateInfo::size of that buffer */
+	uint32_t buffer_usage;      /* VkBufferCreateInfo::usage of that buffer */
+	uint32_t handle_type;       /* VkExternalMemoryHandleTypeFlagBits of fd */
+	uint32_t memory_property_flags; /* of the memory type (host visible?) */
 } ruda_resource;
 
 /*
- * Export `handle`'s memory (ErasedClient::get_resource). The buffer must
- * have been allocated in RUDA_ALLOCATION_DEDICATED mode (pooled memory holds
- * other buffers): else RUDA_ERROR_INVALID_ARGUMENT. RUDA_ERROR_UNSUPPORTED
- * where the device cannot export. The memory stays valid while the fd or an
- * import of it lives; its contents are those of the buffer once the work
- * writing it is done (ruda_client_sync_buffers).
+ * Export `handle`'s memory (ErasedClient::get_resource): the buffer's own
+ * memory, not a copy, so writes on either side are seen on the other once
+ * the writer's work is done. The buffer must have been allocated in
+ * RUDA_ALLOCATION_DEDICATED mode (pooled memory holds other buffers):
+ * else RUDA_ERROR_INVALID_ARGUMENT. RUDA_ERROR_INVALID_HANDLE for a handle
+ * the client does not own; RUDA_ERROR_UNSUPPORTED where the device cannot
+ * export (or rudad.conf says export_memory = no), the reason in
+ * ruda_client_last_error. Each call gives a new fd, owned by the caller.
+ * The memory stays valid while the fd or an import of it lives, even once
+ * the buffer is released; its contents are those of the buffer once the
+ * work writing it is done (ruda_client_sync_buffers).
  */
 ruda_status ruda_client_get_resource(ruda_client *client, ruda_handle handle,
 				     ruda_resource *out);
