@@ -182,6 +182,9 @@ $(BUILD)/tests/test_%: tests/integration/test_%.c $(TEST_COMMON) $(BUILD)/librud
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(BUILD)/libruda.a \
 		$(CLIENT_LIBS) $(CHECK_LIBS)
 
+# test_export is also a Vulkan program: it imports the buffers rudad exports
+$(BUILD)/tests/test_export: CLIENT_LIBS += $(call pc,--libs,vulkan)
+
 $(BUILD)/tests/helper_%: tests/integration/helper_%.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
