@@ -15,8 +15,17 @@
 /* How long the completion thread sleeps in one vkWaitSemaphores, so it
  * notices a stop request. */
 #define COMPLETION_POLL_NS (100u * 1000u * 1000u)
-/* Polls of the timeline before the completion thread blocks in the driver. */
-#define SPIN_POLLS 64
+/* How long the completion thread polls (the timeline for work in flight,
+ * `target` for the next submission) before it sleeps: a sleep in the driver
+ * or on the condition variable costs tens of microseconds to wake from,
+ * more than a tiny dispatch takes. On the H200 a launch + sync round trip
+ * was 1.63x in-process with no polling, 1.18x at 30 us, 0.97x at 300 us
+ * (docs/performance.md). A CPU device computes on the cores the poll would
+ * take: on lavapipe, 2 loaded cores, polling made it slower (median 48-63 us
+ * with none, 71-77 at 300 us, 90 at 50 us), so it does not poll there.
+ * RUDA_COMPLETION_SPIN_US overrides. */
+#define DEFAULT_SPIN_US 300u
+#define DEFAULT_CPU_SPIN_US 0u
 /* How often the loop looks for work that stopped making progress. */
 #define WATCHDOG_PERIOD_MS 100u
 /* Timestamp query pairs: submissions in flight and open profiles. */
@@ -162,28 +171,59 @@ static void publish_completed(struct ruda_device *d, uint64_t value)
 	uv_async_send(&d->async);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Poll the timeline until it reaches `want` or `spin_ns` pass; what it
+ * reached. */
+static uint64_t spin_on_timeline(struct ruda_device *d, uint64_t want, uint64_t seen)
+{
+	uint64_t until = mono_ns() + d->spin_ns;
+	while (seen < want) {
+		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &seen) != VK_SUCCESS)
+			break;
+		if (seen >= want || mono_ns() >= until)
+			break;
+		sched_yield();
+	}
+	return seen;
+}
+
+/* Poll `target` for new work past `done` for up to `spin_ns`, so a client
+ * that submits right after its previous work completed does not wait for
+ * this thread to wake from the condition variable. */
+static void spin_for_work(struct ruda_device *d, uint64_t done)
+{
+	if (!d->spin_ns)
+		return;
+	uint64_t until = mono_ns() + d->spin_ns;
+	while (atomic_load(&d->target) <= done && mono_ns() < until)
+		sched_yield();
+}
+
 static void *completion_main(void *arg)
 {
 	struct ruda_device *d = arg;
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
 		uint64_t done = atomic_load(&d->completed);
-		while (!d->stop && d->target <= done)
+		if (!d->stop && atomic_load(&d->target) <= done) {
+			pthread_mutex_unlock(&d->lock);
+			spin_for_work(d, done);
+			pthread_mutex_lock(&d->lock);
+		}
+		while (!d->stop && atomic_load(&d->target) <= done)
 			pthread_cond_wait(&d->wake, &d->lock);
 		if (d->stop)
 			break;
 		uint64_t want = done + 1;
 		pthread_mutex_unlock(&d->lock);
 
-		/* short work finishes within microseconds: look a few times before
-		 * sleeping in the driver, whose wake-up costs more than that */
-		uint64_t seen = done;
-		for (int i = 0; i < SPIN_POLLS && seen < want; i++) {
-			if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &seen) != VK_SUCCESS)
-				break;
-			if (seen < want)
-				sched_yield();
-		}
+		uint64_t seen = spin_on_timeline(d, want, done);
 		if (seen >= want) {
 			publish_completed(d, seen);
 			pthread_mutex_lock(&d->lock);
@@ -825,6 +865,10 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	ruda__progress_init(&d->progress, 1);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
+	const char *spin = getenv("RUDA_COMPLETION_SPIN_US");
+	uint64_t spin_us = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DEFAULT_CPU_SPIN_US
+									       : DEFAULT_SPIN_US;
+	d->spin_ns = 1000u * (spin ? strtoull(spin, NULL, 10) : spin_us);
 	/* the thread touches the async handle only once work is submitted, so
 	 * the handles can follow it (and need no undoing if it fails) */
 	if (pthread_create(&d->thread, NULL, completion_main, d) != 0) {

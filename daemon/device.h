@@ -87,8 +87,9 @@ struct ruda_device {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	uint64_t target; /* guarded by lock */
-	bool stop;       /* guarded by lock */
+	_Atomic uint64_t target; /* written under lock; read unlocked while spinning */
+	bool stop;               /* guarded by lock */
+	uint64_t spin_ns; /* how long the thread polls before it sleeps */
 	_Atomic uint64_t completed;
 	struct ruda_progress progress; /* `completed` and failure, for clients */
 	_Atomic int lost;        /* a VkResult once the device has failed */
