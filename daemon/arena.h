@@ -108,11 +108,12 @@ static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *ar
 
 /*
  * A client's shared memory as an arena-like region (staging): map `size`
- * bytes of `fd` (not kept) and import them. `size` must be a multiple of the
- * import granularity and within the file. 0 or a negative errno.
+ * bytes of `fd` (not kept), nothing imported yet (ruda__arena_attach does
+ * that, in the thread pool). `size` must be a multiple of the import
+ * granularity and within the file. 0 or a negative errno.
  */
-int ruda__arena_adopt(struct ruda_device *device, int fd, uint64_t size,
-		      struct ruda_arena **out);
+int ruda__arena_map_region(struct ruda_device *device, int fd, uint64_t size,
+			   struct ruda_arena **out);
 
 /* Whether [offset, offset + size) lies in the arena's data space. */
 int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
