@@ -330,6 +330,7 @@ static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_w
 static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t first_write)
 {
 	struct ruda_session *s = data;
+	s->usage.submissions++;
 	if (first_write && pending_push(s, sub->value, first_write) < 0) {
 		/* out of memory: fold it into one coarser entry, which holds
 		 * progress back until everything it covers is done */

@@ -115,6 +115,7 @@ struct ruda_session_usage {
 	uint64_t bytes_downloaded;
 	uint64_t kernels_registered;
 	uint64_t gpu_time_ns; /* device time of its submissions */
+	uint64_t submissions; /* queue submissions of its streams */
 };
 
 enum ruda_session_state {
