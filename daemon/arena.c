@@ -225,6 +225,10 @@ static void drop_device_side(struct ruda_arena *a)
 static void attach_work(uv_work_t *work)
 {
 	struct ruda_arena *a = work->data;
+	if (a->fail_next_attach) {
+		a->attach_result = -ENOMEM;
+		return;
+	}
 	a->attach_result = a->device->import_alignment ? arena_import(a) : arena_bounce(a);
 }
 
@@ -232,6 +236,7 @@ static void attach_done(uv_work_t *work, int status)
 {
 	struct ruda_arena *a = work->data;
 	int err = status < 0 ? -ECANCELED : a->attach_result;
+	a->fail_next_attach = 0;
 	a->pool->attaching--;
 	a->pool = NULL;
 	if (err) {

@@ -44,6 +44,7 @@ struct ruda_arena {
 	int attach_result; /* written by the thread pool */
 	uint64_t last_used_ms; /* uv_now() of the last transfer through it */
 	uint64_t client;   /* nonzero: the memfd is the client's own (its size) */
+	int fail_next_attach; /* tests (RUDA_TEST_FAULTS): the next attach fails, ENOMEM */
 	struct ruda_arena_pool *pool; /* borrowed while attaching: counts it */
 	void (*attached)(void *data); /* called on the loop once attaching ends */
 	void *attached_data;

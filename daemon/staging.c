@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -147,6 +148,11 @@ ruda_status ruda__staging_attach(struct ruda_session *s, uint64_t id, uint64_t s
 		snprintf(why, why_len, "cannot map the region: %s", strerror(-err));
 		return err == -ENOMEM ? RUDA_ERROR_OUT_OF_MEMORY : RUDA_ERROR_IO;
 	}
+	/* tests: a region of exactly RUDA_TEST_FAIL_STAGING_IMPORT bytes fails
+	 * its first import, as when nothing more can be pinned */
+	const char *fail = s->ctx->test_faults ? getenv("RUDA_TEST_FAIL_STAGING_IMPORT") : NULL;
+	if (fail && *fail && strtoull(fail, NULL, 10) == map_size)
+		region->fail_next_attach = 1;
 	/* the import (pinning) runs in the thread pool; a request that uses
 	 * the region before it is done waits for it, and one after a failed
 	 * import is told why (ruda__session_region_ready) */
