@@ -199,10 +199,14 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 	struct ruda_session **link = &ctx->throttled;
 	while (*link) {
 		struct ruda_session *s = *link;
-		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena)) {
+		/* a session waiting for an import stays until that one is done
+		 * (another's end wakes everyone) */
+		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena) ||
+		    ruda__arena_attaching(s->parked_on)) {
 			link = &s->throttled_next;
 			continue;
 		}
+		s->parked_on = NULL;
 		throttled_unlink(ctx, link, s);
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)

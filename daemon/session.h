@@ -173,6 +173,10 @@ struct ruda_session {
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
 		     * (dispatch.c): process_frames runs it again once done */
+	/* the staging region whose import the parked request waits for
+	 * (borrowed: requests stop while it waits, so it cannot be detached;
+	 * cleared when the session is resumed) */
+	struct ruda_arena *parked_on;
 	struct ruda_session_usage usage;
 };
 

@@ -78,8 +78,10 @@ int ruda__session_region_ready(struct ruda_session *s, struct ruda_arena *region
 {
 	int r = ruda__arena_attach(&s->ctx->arena_pools[s->device->index], region, attached,
 				   s->ctx);
-	if (r == 0)
+	if (r == 0) {
 		s->parked = 1;
+		s->parked_on = region; /* resumed once this one is done */
+	}
 	return r;
 }
 
