@@ -861,6 +861,7 @@ static void json_memory(const struct snapshot *snap)
 		json_u64(&j, "buffers", c->buffers);
 		json_u64(&j, "bytes", c->bytes);
 		json_u64(&j, "arena_bytes", c->arena_size);
+		json_u64(&j, "staging_bytes", c->staging_bytes);
 		if (c->quota_bytes)
 			json_u64(&j, "quota_bytes", c->quota_bytes);
 		else
