@@ -49,6 +49,8 @@ static void rights_of(const struct ruda_session *s, struct ruda_rights *r)
 	r->views = true;
 	r->max_memory_per_client = RUDA_UNLIMITED;
 	r->max_memory_per_uid = RUDA_UNLIMITED;
+	r->max_staging_per_client = RUDA_UNLIMITED;
+	r->max_staging_per_uid = RUDA_UNLIMITED;
 }
 
 /* Who the policy calls an administrator, for refusals. */
@@ -324,6 +326,17 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	st.max_buffers = ctx->max_handles;
 	st.max_output = ctx->max_output;
 	st.session_id = s->id;
+	for (size_t i = 0; i < ctx->sessions.cap; i++) {
+		const struct ruda_session *t = ctx->sessions.slots[i].value;
+		if (!t)
+			continue;
+		st.staging_bytes += t->staging_bytes;
+		st.staging_regions += (uint32_t)t->staging.count;
+		for (size_t k = 0; k < t->staging.cap; k++) {
+			const struct ruda_arena *r = t->staging.slots[k].value;
+			st.staging_importing += r && ruda__arena_attaching(r);
+		}
+	}
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
@@ -396,6 +409,11 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 	c->arena_size = t->arena ? t->arena->size : ctx->arena_size;
 	c->arena_imported = t->arena && t->arena->state == RUDA_ARENA_ATTACHED;
 	c->client_arena = t->arena && t->arena->client;
+	c->staging_bytes = t->staging_bytes;
+	c->staging_regions = (uint32_t)t->staging.count;
+	c->staging_quota_bytes = t->staging_quota;
+	c->staging_quota_uid_bytes = t->staging_uid_quota;
+	c->submissions = t->usage.submissions;
 	c->max_buffers = ctx->max_handles;
 	struct ruda_rights rights;
 	rights_of(t, &rights);

@@ -225,6 +225,10 @@ static void drop_device_side(struct ruda_arena *a)
 static void attach_work(uv_work_t *work)
 {
 	struct ruda_arena *a = work->data;
+	if (a->fail_next_attach) {
+		a->attach_result = -ENOMEM;
+		return;
+	}
 	a->attach_result = a->device->import_alignment ? arena_import(a) : arena_bounce(a);
 }
 
@@ -232,6 +236,7 @@ static void attach_done(uv_work_t *work, int status)
 {
 	struct ruda_arena *a = work->data;
 	int err = status < 0 ? -ECANCELED : a->attach_result;
+	a->fail_next_attach = 0;
 	a->pool->attaching--;
 	a->pool = NULL;
 	if (err) {
@@ -308,28 +313,19 @@ void ruda__arena_forget_waiter(struct ruda_arena *a)
 	a->attached_data = NULL;
 }
 
-int ruda__arena_adopt(struct ruda_device *d, int fd, uint64_t size, struct ruda_arena **out)
+int ruda__arena_map_region(struct ruda_device *d, int fd, uint64_t size,
+			   struct ruda_arena **out)
 {
-	struct ruda_arena *a = calloc(1, sizeof(*a));
+	struct ruda_arena *a = arena_new(d, size);
 	if (!a)
 		return -ENOMEM;
-	a->device = d;
-	a->size = size;
-	a->fd = -1; /* the mapping keeps the memory; the fd is the caller's */
-	ruda_ref_init(&a->ref, arena_destroy);
-	int err = 0;
-	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		err = -errno;
-	else
-		a->map = map;
-	if (!err)
-		err = arena_import(a);
+	/* the mapping keeps the memory; the fd is the caller's. No import
+	 * here: pinning costs ~0.45 ms a MiB, the thread pool does it */
+	int err = arena_map(a, fd);
 	if (err) {
 		ruda_ref_put(&a->ref);
 		return err;
 	}
-	a->state = RUDA_ARENA_ATTACHED; /* staging regions are imported at once */
 	*out = a;
 	return 0;
 }

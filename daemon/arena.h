@@ -44,6 +44,7 @@ struct ruda_arena {
 	int attach_result; /* written by the thread pool */
 	uint64_t last_used_ms; /* uv_now() of the last transfer through it */
 	uint64_t client;   /* nonzero: the memfd is the client's own (its size) */
+	int fail_next_attach; /* tests (RUDA_TEST_FAULTS): the next attach fails, ENOMEM */
 	struct ruda_arena_pool *pool; /* borrowed while attaching: counts it */
 	void (*attached)(void *data); /* called on the loop once attaching ends */
 	void *attached_data;
@@ -108,11 +109,12 @@ static inline struct ruda_arena_header *ruda__arena_header(struct ruda_arena *ar
 
 /*
  * A client's shared memory as an arena-like region (staging): map `size`
- * bytes of `fd` (not kept) and import them. `size` must be a multiple of the
- * import granularity and within the file. 0 or a negative errno.
+ * bytes of `fd` (not kept), nothing imported yet (ruda__arena_attach does
+ * that, in the thread pool). `size` must be a multiple of the import
+ * granularity and within the file. 0 or a negative errno.
  */
-int ruda__arena_adopt(struct ruda_device *device, int fd, uint64_t size,
-		      struct ruda_arena **out);
+int ruda__arena_map_region(struct ruda_device *device, int fd, uint64_t size,
+			   struct ruda_arena **out);
 
 /* Whether [offset, offset + size) lies in the arena's data space. */
 int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);

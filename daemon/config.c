@@ -110,6 +110,11 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 					       .reload = true},
 	[RUDA_CONFIG_MAX_MEMORY_PER_UID] = {.name = "max_memory_per_uid", .type = T_MEMORY,
 					    .offset = F(max_memory_per_uid), .reload = true},
+	[RUDA_CONFIG_MAX_STAGING_PER_CLIENT] = {.name = "max_staging_per_client", .type = T_MEMORY,
+						.offset = F(max_staging_per_client),
+						.reload = true},
+	[RUDA_CONFIG_MAX_STAGING_PER_UID] = {.name = "max_staging_per_uid", .type = T_MEMORY,
+					     .offset = F(max_staging_per_uid), .reload = true},
 	[RUDA_CONFIG_MAX_PRIORITY] = {.name = "max_priority", .type = T_COUNT,
 				      .offset = F(max_priority), .min = 1, .max = 7,
 				      .reload = true},
@@ -171,6 +176,17 @@ void ruda__config_init(struct ruda_config *c)
 	c->export_memory = true;
 	c->max_memory_per_client = RUDA_UNLIMITED;
 	c->max_memory_per_uid = RUDA_UNLIMITED;
+	c->max_staging_per_client = RUDA_UNLIMITED;
+	c->max_staging_per_uid = ruda__config_default_staging_per_uid();
+}
+
+uint64_t ruda__config_default_staging_per_uid(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0)
+		return RUDA_UNLIMITED;
+	/* one user may pin up to half of it: the rest stays for everyone else */
+	return (uint64_t)pages * (uint64_t)page / 2 >> 20 << 20;
 }
 
 static void free_value(struct ruda_config *c, enum ruda_config_key k)

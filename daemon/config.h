@@ -44,6 +44,8 @@ enum ruda_config_key {
 	RUDA_CONFIG_EXPORT_MEMORY,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
+	RUDA_CONFIG_MAX_STAGING_PER_CLIENT,
+	RUDA_CONFIG_MAX_STAGING_PER_UID,
 	RUDA_CONFIG_MAX_PRIORITY,
 	RUDA_CONFIG_HIGH_PRIORITY_USERS,
 	RUDA_CONFIG_HIGH_PRIORITY_GROUPS,
@@ -96,6 +98,10 @@ struct ruda_config {
 	uint64_t max_memory_per_uid;
 	struct ruda_config_quota *quotas; /* owned */
 	size_t nquotas;
+	/* host memory pinned for staging regions: a quota of its own, since
+	 * it is the host's RAM, not the device's (docs/memory.md) */
+	uint64_t max_staging_per_client; /* bytes or RUDA_UNLIMITED */
+	uint64_t max_staging_per_uid;    /* default: half the host's memory */
 
 	/* scheduling priority (1..7) a client may ask for; high_priority_*
 	 * may ask for up to 7 */
@@ -107,6 +113,10 @@ struct ruda_config {
 /* Receives each error: `path` NULL and `line` 0 for the command line. */
 typedef void ruda_config_report_fn(void *data, const char *path, unsigned line,
 				   const char *message);
+
+/* max_staging_per_uid's default: half the host's physical memory, rounded
+ * down to a MiB (unlimited if it cannot be read). */
+uint64_t ruda__config_default_staging_per_uid(void);
 
 /* The defaults, nothing set. */
 void ruda__config_init(struct ruda_config *config);

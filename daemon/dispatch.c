@@ -321,7 +321,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	s->priority = ruda__policy_priority(&no_policy, h->priority);
 	if (ctx->policy) {
 		struct ruda_rights rights;
-		char described[160];
+		char described[256];
 		ruda__policy_check_peer(ctx->policy, s->fd, s->uid, s->gid, &rights);
 		if (!rights.may_connect) {
 			log_warn("session %llu (uid %u, pid %d, \"%s\"): refused: %s",
@@ -338,6 +338,10 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 				   ? 0 : rights.max_memory_per_client;
 		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
 				       ? 0 : rights.max_memory_per_uid;
+		s->staging_quota = rights.max_staging_per_client == RUDA_UNLIMITED
+					   ? 0 : rights.max_staging_per_client;
+		s->staging_uid_quota = rights.max_staging_per_uid == RUDA_UNLIMITED
+					       ? 0 : rights.max_staging_per_uid;
 		s->unchecked_allowed = rights.unchecked_launch;
 		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
@@ -558,6 +562,20 @@ static ruda_status transfer_target(struct ruda_session *s, uint64_t id, uint64_t
 		return RUDA_ERROR_OUT_OF_RANGE;
 	}
 	*out = b;
+	if (region_id) {
+		/* its import may still run (StagingAttach started it), or have failed */
+		int ready = ruda__session_region_ready(s, *region);
+		if (ready == 0)
+			*out = NULL; /* the request waits for the region's import */
+		if (ready < 0) {
+			snprintf(why, why_len,
+				 "staging region %llu: importing its %llu bytes failed: %s (the "
+				 "next use of the region tries again)",
+				 (unsigned long long)region_id, (unsigned long long)(*region)->size,
+				 strerror(-ready));
+			return ready == -ENOMEM ? RUDA_ERROR_OUT_OF_MEMORY : RUDA_ERROR_IO;
+		}
+	}
 	if (!region_id && size) {
 		int ready = ruda__session_arena_ready(s);
 		if (ready == 0)
@@ -581,7 +599,7 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st = transfer_target(s, w->handle, w->offset, w->region, w->arena_offset,
 					 w->size, &b, &region, why, sizeof(why));
 	if (st == RUDA_OK && !b)
-		return; /* parked: it runs again once the arena is imported */
+		return; /* parked: it runs again once the arena (or region) is imported */
 	if (st == RUDA_OK && region)
 		st = ruda__stream_copy_region(s->current, region, w->arena_offset, b, w->offset,
 					      w->size, 1);
@@ -609,7 +627,7 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st = transfer_target(s, r->handle, r->offset, r->region, r->arena_offset,
 					 r->size, &b, &region, why, sizeof(why));
 	if (st == RUDA_OK && !b)
-		return; /* parked: it runs again once the arena is imported */
+		return; /* parked: it runs again once the arena (or region) is imported */
 	if (st == RUDA_OK && region)
 		st = ruda__stream_copy_region(s->current, region, r->arena_offset, b, r->offset,
 					      r->size, 0);

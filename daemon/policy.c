@@ -71,6 +71,8 @@ void ruda__policy_check(const struct ruda_policy *policy, uid_t uid, gid_t gid,
 	 * generous of the client's [group] sections, else the global key */
 	out->max_memory_per_client = c->max_memory_per_client;
 	out->max_memory_per_uid = c->max_memory_per_uid;
+	out->max_staging_per_client = c->max_staging_per_client;
+	out->max_staging_per_uid = c->max_staging_per_uid;
 	bool group_client = false, group_uid = false;
 	uint64_t by_group_client = 0, by_group_uid = 0;
 	const struct ruda_config_quota *user = NULL;
@@ -153,12 +155,16 @@ uint32_t ruda__policy_priority(const struct ruda_rights *rights, uint32_t reques
 
 const char *ruda__rights_describe(const struct ruda_rights *r, char *buf, size_t len)
 {
-	char client[32], per_uid[32];
+	char client[32], per_uid[32], staging[32], staging_uid[32];
 	snprintf(buf, len,
-		 "admin %s, views %s, unchecked launches %s, memory %s per client, %s per uid",
+		 "admin %s, views %s, unchecked launches %s, memory %s per client, %s per uid, "
+		 "staging %s per client, %s per uid",
 		 r->admin ? "yes" : "no", r->views ? "yes" : "no",
 		 r->unchecked_launch ? "yes" : "no",
 		 ruda__config_format_size(r->max_memory_per_client, client, sizeof(client)),
-		 ruda__config_format_size(r->max_memory_per_uid, per_uid, sizeof(per_uid)));
+		 ruda__config_format_size(r->max_memory_per_uid, per_uid, sizeof(per_uid)),
+		 ruda__config_format_size(r->max_staging_per_client, staging, sizeof(staging)),
+		 ruda__config_format_size(r->max_staging_per_uid, staging_uid,
+					  sizeof(staging_uid)));
 	return buf;
 }

@@ -29,6 +29,8 @@ struct ruda_rights {
 	bool unchecked_launch; /* may launch kernels without bounds checking */
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;    /* all sessions of the uid together */
+	uint64_t max_staging_per_client; /* staging regions' host bytes, or RUDA_UNLIMITED */
+	uint64_t max_staging_per_uid;
 	uint32_t max_priority;          /* scheduling priority it may ask for, 1..7 */
 	char why[160];                  /* when !may_connect: the reason */
 };

@@ -199,10 +199,14 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 	struct ruda_session **link = &ctx->throttled;
 	while (*link) {
 		struct ruda_session *s = *link;
-		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena)) {
+		/* a session waiting for an import stays until that one is done
+		 * (another's end wakes everyone) */
+		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena) ||
+		    ruda__arena_attaching(s->parked_on)) {
 			link = &s->throttled_next;
 			continue;
 		}
+		s->parked_on = NULL;
 		throttled_unlink(ctx, link, s);
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)
@@ -330,6 +334,7 @@ static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_w
 static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t first_write)
 {
 	struct ruda_session *s = data;
+	s->usage.submissions++;
 	if (first_write && pending_push(s, sub->value, first_write) < 0) {
 		/* out of memory: fold it into one coarser entry, which holds
 		 * progress back until everything it covers is done */
@@ -379,43 +384,80 @@ struct ruda_stream *ruda__session_stream(struct ruda_session *s, uint32_t id)
 
 /* ---- memory accounting ------------------------------------------------- */
 
-uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid)
+/* The bytes every session of `uid` holds in `table` (uid -> uint64_t). */
+static uint64_t uid_held(const struct ruda_handle_table *table, uid_t uid)
 {
-	uint64_t *bytes = ruda__handle_table_get(&ctx->uid_bytes, uid);
+	uint64_t *bytes = ruda__handle_table_get(table, uid);
 	return bytes ? *bytes : 0;
 }
 
-ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
+/* Add `bytes` to the uid's count in `table` unless that or the session's
+ * own count `*held` would pass its limit (0: none). */
+static ruda_status charge(struct ruda_handle_table *table, uid_t uid, uint64_t *held,
+			  uint64_t limit, uint64_t uid_limit, uint64_t bytes)
 {
-	struct ruda_session_context *ctx = s->ctx;
-	uint64_t *uid_bytes = ruda__handle_table_get(&ctx->uid_bytes, s->uid);
-	uint64_t held = uid_bytes ? *uid_bytes : 0;
-	if ((s->quota && s->bytes + allocated > s->quota) ||
-	    (s->uid_quota && held + allocated > s->uid_quota))
+	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
+	uint64_t uid_total = uid_bytes ? *uid_bytes : 0;
+	if ((limit && (bytes > limit || *held > limit - bytes)) ||
+	    (uid_limit && (bytes > uid_limit || uid_total > uid_limit - bytes)))
 		return RUDA_ERROR_QUOTA;
 	if (!uid_bytes) {
 		uid_bytes = calloc(1, sizeof(*uid_bytes));
-		if (!uid_bytes || ruda__handle_table_insert(&ctx->uid_bytes, s->uid, uid_bytes) < 0) {
+		if (!uid_bytes || ruda__handle_table_insert(table, uid, uid_bytes) < 0) {
 			free(uid_bytes);
 			return RUDA_ERROR_OUT_OF_MEMORY;
 		}
 	}
-	*uid_bytes += allocated;
-	s->bytes += allocated;
-	s->requested += requested;
+	*uid_bytes += bytes;
+	*held += bytes;
 	return RUDA_OK;
+}
+
+static void uncharge(struct ruda_handle_table *table, uid_t uid, uint64_t *held, uint64_t bytes)
+{
+	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
+	if (uid_bytes) {
+		*uid_bytes -= bytes;
+		if (*uid_bytes == 0)
+			free(ruda__handle_table_remove(table, uid));
+	}
+	*held -= bytes;
+}
+
+uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid)
+{
+	return uid_held(&ctx->uid_bytes, uid);
+}
+
+ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
+{
+	ruda_status st = charge(&s->ctx->uid_bytes, s->uid, &s->bytes, s->quota, s->uid_quota,
+				allocated);
+	if (st == RUDA_OK)
+		s->requested += requested;
+	return st;
 }
 
 void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
 {
-	uint64_t *uid_bytes = ruda__handle_table_get(&s->ctx->uid_bytes, s->uid);
-	if (uid_bytes) {
-		*uid_bytes -= allocated;
-		if (*uid_bytes == 0)
-			free(ruda__handle_table_remove(&s->ctx->uid_bytes, s->uid));
-	}
-	s->bytes -= allocated;
+	uncharge(&s->ctx->uid_bytes, s->uid, &s->bytes, allocated);
 	s->requested -= requested;
+}
+
+uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid)
+{
+	return uid_held(&ctx->uid_staging, uid);
+}
+
+ruda_status ruda__session_charge_staging(struct ruda_session *s, uint64_t bytes)
+{
+	return charge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, s->staging_quota,
+		      s->staging_uid_quota, bytes);
+}
+
+void ruda__session_uncharge_staging(struct ruda_session *s, uint64_t bytes)
+{
+	uncharge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, bytes);
 }
 
 static void submit_one(struct ruda_stream *st, void *data)
@@ -575,6 +617,9 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
 		free(bytes);
 	ruda__handle_table_finish(&ctx->uid_bytes);
+	while ((bytes = ruda__handle_table_pop(&ctx->uid_staging, NULL)))
+		free(bytes);
+	ruda__handle_table_finish(&ctx->uid_staging);
 	while (ctx->exclusive_waiting) {
 		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
 		ctx->exclusive_waiting = w->next;

@@ -65,6 +65,7 @@ struct ruda_session_context {
 	size_t max_output; /* reply bytes queued for one client before it is dropped */
 	uint32_t max_handles;
 	struct ruda_handle_table uid_bytes; /* uid -> uint64_t bytes held */
+	struct ruda_handle_table uid_staging; /* uid -> uint64_t staging bytes held */
 	uint8_t *scratch; /* owned: where requests are decoded (dispatch.c) */
 	/* measured throughputs, per device: key hash -> struct ruda_throughput */
 	struct ruda_handle_table *throughputs; /* owned, one table per device */
@@ -114,6 +115,7 @@ struct ruda_session_usage {
 	uint64_t bytes_downloaded;
 	uint64_t kernels_registered;
 	uint64_t gpu_time_ns; /* device time of its submissions */
+	uint64_t submissions; /* queue submissions of its streams */
 };
 
 enum ruda_session_state {
@@ -163,11 +165,18 @@ struct ruda_session {
 	uint64_t requested;               /* bytes its buffers asked for */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
+	uint64_t staging_bytes;           /* host bytes of its staging regions */
+	uint64_t staging_quota;           /* limit on staging_bytes, 0 = none */
+	uint64_t staging_uid_quota;       /* the same for all sessions of its uid */
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
 		     * (dispatch.c): process_frames runs it again once done */
+	/* the staging region whose import the parked request waits for
+	 * (borrowed: requests stop while it waits, so it cannot be detached;
+	 * cleared when the session is resumed) */
+	struct ruda_arena *parked_on;
 	struct ruda_session_usage usage;
 };
 
@@ -223,6 +232,12 @@ void ruda__session_uncharge(struct ruda_session *session, uint64_t allocated,
 			    uint64_t requested);
 /* Bytes held by every session of `uid`. */
 uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid);
+/* The same for staging regions (host memory pinned for the client), a
+ * quota of its own: RUDA_ERROR_QUOTA when over a limit, then nothing is
+ * charged. */
+ruda_status ruda__session_charge_staging(struct ruda_session *session, uint64_t bytes);
+void ruda__session_uncharge_staging(struct ruda_session *session, uint64_t bytes);
+uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid);
 
 /* Give back a profile's timestamp pair once the work that may write it is
  * done. */

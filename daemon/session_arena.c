@@ -74,6 +74,24 @@ int ruda__session_arena_ready(struct ruda_session *s)
 	return r;
 }
 
+int ruda__session_region_ready(struct ruda_session *s, struct ruda_arena *region)
+{
+	int r = ruda__arena_attach(&s->ctx->arena_pools[s->device->index], region, attached,
+				   s->ctx);
+	if (r == 0) {
+		s->parked = 1;
+		s->parked_on = region; /* resumed once this one is done */
+	}
+	return r;
+}
+
+int ruda__session_region_import(struct ruda_session *s, struct ruda_arena *region)
+{
+	int r = ruda__arena_attach(&s->ctx->arena_pools[s->device->index], region, attached,
+				   s->ctx);
+	return r < 0 ? r : 0;
+}
+
 static void free_timer(uv_handle_t *handle)
 {
 	free(handle);

@@ -7,6 +7,7 @@
 #ifndef RUDA_SESSION_ARENA_H
 #define RUDA_SESSION_ARENA_H
 
+struct ruda_arena;
 struct ruda_session;
 struct ruda_session_context;
 
@@ -21,6 +22,15 @@ struct ruda_session_context;
  * making it failed.
  */
 int ruda__session_arena_ready(struct ruda_session *session);
+/*
+ * Before a transfer from or into staging region `region`: the same
+ * answers. Its import starts at StagingAttach (ruda__staging_attach); a
+ * request that finds it still running waits for it, as for the arena.
+ */
+int ruda__session_region_ready(struct ruda_session *session, struct ruda_arena *region);
+/* Start importing `region` in the thread pool: 0, or a negative errno when
+ * it could not be queued (the first transfer from it tries again). */
+int ruda__session_region_import(struct ruda_session *session, struct ruda_arena *region);
 /* Stop the release timer (at shutdown). */
 void ruda__session_arenas_finish(struct ruda_session_context *ctx);
 

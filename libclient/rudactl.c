@@ -552,6 +552,8 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	printf("memory    %s in %" PRIu64 " buffers; arenas %s (%s imported)\n",
 	       fmt_bytes(a, sizeof(a), bytes), buffers, fmt_bytes(b, sizeof(b), arena),
 	       fmt_bytes(t, sizeof(t), imported));
+	printf("staging   %s in %u regions (%u being imported)\n",
+	       fmt_bytes(a, sizeof(a), s->staging_bytes), s->staging_regions, s->staging_importing);
 	if (snap->cache)
 		printf("cache     %" PRIu64 " pipelines, %" PRIu64 " compiled, %" PRIu64 " hits\n",
 		       pipelines, compiled, hits);
@@ -593,9 +595,9 @@ static void print_clients(const struct snapshot *snap)
 	static const char *const headers[] = {"ID",     "PID",    "UID",       "NAME",
 					      "DEV",    "AGE",    "IDLE",      "STREAMS",
 					      "BUFFERS", "MEMORY", "IN FLIGHT", "LAUNCHES",
-					      "GPU TIME", "ARENA", "QUOTA",  "PRIO"};
+					      "GPU TIME", "ARENA", "STAGING", "QUOTA",  "PRIO"};
 	struct table t;
-	table_init(&t, 16, headers, "rrrlrrrrrrrrrrrr");
+	table_init(&t, 17, headers, "rrrlrrrrrrrrrrrrr");
 	for (size_t i = 0; i < snap->nclients; i++) {
 		const Ruda__AdminClient *c = snap->clients[i];
 		char a[32];
@@ -619,6 +621,7 @@ static void print_clients(const struct snapshot *snap)
 		table_cell(&t, "%" PRIu64, c->launches);
 		table_cell(&t, "%s", fmt_ns(a, sizeof(a), c->gpu_time_ns));
 		table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->arena_size));
+		table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->staging_bytes));
 		if (c->quota_bytes)
 			table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->quota_bytes));
 		else
@@ -707,10 +710,10 @@ static void print_memory(const struct snapshot *snap)
 		       "arenas", fmt_bytes(a, sizeof(a), m->arena_bytes), m->arenas,
 		       fmt_bytes(b, sizeof(b), m->arena_imported_bytes), m->arenas_imported);
 	}
-	static const char *const headers[] = {"ID",     "NAME",  "UID",  "DEV",
-					      "BUFFERS", "MEMORY", "ARENA", "QUOTA"};
+	static const char *const headers[] = {"ID",     "NAME",  "UID",     "DEV",  "BUFFERS",
+					      "MEMORY", "ARENA", "STAGING", "QUOTA"};
 	struct table t;
-	table_init(&t, 8, headers, "rlrrrrrr");
+	table_init(&t, 9, headers, "rlrrrrrrr");
 	for (size_t i = 0; i < snap->nclients; i++) {
 		const Ruda__AdminClient *c = snap->clients[i];
 		table_cell(&t, "%" PRIu64, c->id);
@@ -723,6 +726,7 @@ static void print_memory(const struct snapshot *snap)
 		table_cell(&t, "%" PRIu64, c->buffers);
 		table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->bytes));
 		table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->arena_size));
+		table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->staging_bytes));
 		if (c->quota_bytes)
 			table_cell(&t, "%s", fmt_bytes(a, sizeof(a), c->quota_bytes));
 		else
@@ -857,6 +861,7 @@ static void json_memory(const struct snapshot *snap)
 		json_u64(&j, "buffers", c->buffers);
 		json_u64(&j, "bytes", c->bytes);
 		json_u64(&j, "arena_bytes", c->arena_size);
+		json_u64(&j, "staging_bytes", c->staging_bytes);
 		if (c->quota_bytes)
 			json_u64(&j, "quota_bytes", c->quota_bytes);
 		else

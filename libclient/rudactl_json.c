@@ -213,6 +213,9 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_u64(j, "clients", s->sessions);
 	json_bool(j, "draining", s->draining);
 	json_bool(j, "admin", s->admin);
+	json_u64(j, "staging_bytes", s->staging_bytes);
+	json_u64(j, "staging_regions", s->staging_regions);
+	json_u64(j, "staging_importing", s->staging_importing);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
 	json_u64(j, "min_client_arena_bytes", s->min_arena_size);
@@ -302,6 +305,9 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 	json_u64(j, "priority", c->priority);
 	json_bool(j, "arena_imported", c->arena_imported);
 	json_bool(j, "client_arena", c->client_arena);
+	json_u64(j, "staging_bytes", c->staging_bytes);
+	json_u64(j, "staging_regions", c->staging_regions);
+	json_u64(j, "submissions", c->submissions);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", c->arena_size);
 	json_u64(j, "max_buffers", c->max_buffers);
@@ -313,6 +319,14 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 		json_u64(j, "uid_quota_bytes", c->quota_uid_bytes);
 	else
 		json_null(j, "uid_quota_bytes");
+	if (c->staging_quota_bytes)
+		json_u64(j, "staging_quota_bytes", c->staging_quota_bytes);
+	else
+		json_null(j, "staging_quota_bytes");
+	if (c->staging_quota_uid_bytes)
+		json_u64(j, "uid_staging_quota_bytes", c->staging_quota_uid_bytes);
+	else
+		json_null(j, "uid_staging_quota_bytes");
 	json_object_end(j);
 	json_object_end(j);
 }

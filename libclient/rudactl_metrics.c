@@ -104,6 +104,11 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 	fprintf(out, "ruda_clients %u\n", s->sessions);
 	family(out, "ruda_draining", "gauge", "1 while rudad accepts no new clients.");
 	fprintf(out, "ruda_draining %d\n", s->draining ? 1 : 0);
+	family(out, "ruda_staging_bytes", "gauge",
+	       "Host bytes of every client's staging regions (charged to the staging quotas).");
+	fprintf(out, "ruda_staging_bytes %" PRIu64 "\n", s->staging_bytes);
+	family(out, "ruda_staging_regions", "gauge", "Staging regions of every client.");
+	fprintf(out, "ruda_staging_regions %u\n", s->staging_regions);
 
 	family(out, "ruda_device_info", "gauge", "A device of rudad (always 1).");
 	for (size_t i = 0; i < s->n_devices; i++) {
@@ -192,6 +197,12 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 			client_labels(out, snap.clients[i]);
 			fprintf(out, " %" PRIu64 "\n", snap.clients[i]->quota_bytes);
 		}
+	CLIENT_FAMILY("ruda_client_staging_bytes", "gauge",
+		      "Host bytes of the client's staging regions.", c->staging_bytes);
+	CLIENT_FAMILY("ruda_client_staging_regions", "gauge", "Staging regions the client holds.",
+		      c->staging_regions);
+	CLIENT_FAMILY("ruda_client_submissions_total", "counter",
+		      "GPU submissions made for the client.", c->submissions);
 	CLIENT_FAMILY("ruda_client_inflight_submissions", "gauge",
 		      "The client's submissions not yet completed.", c->inflight);
 	CLIENT_FAMILY("ruda_client_requests_total", "counter", "Requests the client sent.",

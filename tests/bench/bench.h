@@ -129,6 +129,11 @@ struct bench_transfer_result {
 	double staging_create_gbs[BENCH_MAX_SIZES];
 	double staging_write_gbs[BENCH_MAX_SIZES];
 	double staging_download_gbs[BENCH_MAX_SIZES];
+	/* create split in two: allocating the buffer (ms; rudad: empty +
+	 * sync) and copying into it while it is new (GB/s; rudad: from a
+	 * staging region) */
+	double alloc_ms[BENCH_MAX_SIZES];
+	double fresh_copy_gbs[BENCH_MAX_SIZES];
 };
 
 struct bench_launch_plan {

@@ -219,22 +219,35 @@ void bench_inproc_transfers(const struct bench_transfer_plan *plan,
 		/* create: allocate a device buffer and copy the host bytes in
 		 * (what ruda_client_create + sync does); r < 0 warms up, the
 		 * first and the last are checked */
+		double *alloc = calloc((size_t)reps, sizeof(*alloc));
+		double *copy = calloc((size_t)reps, sizeof(*copy));
+		BENCH_CHECK(alloc && copy, "out of memory");
 		for (int r = -warm; r < reps; r++) {
 			double t0 = bench_now();
 			struct ruda_buffer *b = device_buffer(&p, size);
-			copy_wait(&p, src->buffer, b->vk, size, 0);
 			double t1 = bench_now();
+			copy_wait(&p, src->buffer, b->vk, size, 0);
+			double t2 = bench_now();
 			if (r == -warm || r == reps - 1) {
 				memset(dst->map, 0, size);
 				copy_wait(&p, b->vk, dst->buffer, size, 1);
 				snprintf(what, sizeof(what), "in-process create of %s", name);
 				verify(dst->map, src->map, size, what);
 			}
+			/* untimed, as rudad's side frees its buffer (Release + sync)
+			 * outside its timing */
 			ruda__buffer_put(b);
-			if (r >= 0)
-				t[r] = t1 - t0;
+			if (r >= 0) {
+				t[r] = t2 - t0;
+				alloc[r] = t1 - t0;
+				copy[r] = t2 - t1;
+			}
 		}
 		out->create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+		out->alloc_ms[i] = bench_median(alloc, (size_t)reps) * 1e3;
+		out->fresh_copy_gbs[i] = (double)size / bench_median(copy, (size_t)reps) / 1e9;
+		free(alloc);
+		free(copy);
 
 		/* write: the same copy into a buffer that exists */
 		struct ruda_buffer *b = device_buffer(&p, size);

@@ -297,6 +297,17 @@ static void transfers(const struct bench_daemon *d, const ruda_device_properties
 						    : base.download_gbs;
 			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
 		}
+	/* where staging create's time goes: the allocation, then the copy */
+	for (size_t i = 0; i < plan.nsizes; i++) {
+		char size[32], name[80];
+		bench_size_name(plan.sizes[i], size, sizeof(size));
+		snprintf(name, sizeof(name), "staging create: alloc %s", size);
+		bench_result("transfers", name, "ms", rudad.alloc_ms[i], base.alloc_ms[i],
+			     BENCH_LOWER, NULL);
+		snprintf(name, sizeof(name), "staging create: copy %s", size);
+		bench_result("transfers", name, "GB/s", rudad.fresh_copy_gbs[i],
+			     base.fresh_copy_gbs[i], BENCH_HIGHER, NULL);
+	}
 	bench_print_group("transfers");
 }
 

@@ -428,6 +428,9 @@ START_TEST(clients_view_counts)
 	struct workload w;
 	workload_start(&w, &d);
 	struct ctl_run *r = malloc(sizeof(*r));
+	/* a staging region of beta's: 192 KiB charged to its staging quota */
+	ruda_staging region;
+	ck_assert_int_eq(ruda_client_staging_create(w.beta, 192 * 1024, &region), RUDA_OK);
 
 	CTL(r, &d, "clients", "--json");
 	expect_ok(r, "clients --json");
@@ -462,18 +465,36 @@ START_TEST(clients_view_counts)
 	ck_assert_uint_eq(jnum(j, AT(b, "buffers")), 1);
 	ck_assert_uint_eq(jnum(j, AT(b, "launches")), 0);
 	ck_assert_uint_eq(jnum(j, AT(b, "bytes_uploaded")), 0);
+	ck_assert_uint_eq(jnum(j, AT(b, "staging_bytes")), 192 * 1024);
+	ck_assert_uint_eq(jnum(j, AT(b, "staging_regions")), 1);
+	ck_assert_uint_eq(jnum(j, AT(a, "staging_bytes")), 0);
+	ck_assert_uint_eq(jnum(j, AT(a, "staging_regions")), 0);
+	ck_assert_uint_ge(jnum(j, AT(a, "submissions")), 1);
+	jexpect(j, AT(a, "limits.staging_quota_bytes"), "null");
+	ck_assert_uint_gt(jnum(j, AT(a, "limits.uid_staging_quota_bytes")), 0);
+	json_free(j);
+
+	CTL(r, &d, "status", "--json");
+	expect_ok(r, "status --json");
+	j = json_parse(r->out);
+	ck_assert_uint_eq(jnum(j, "daemon.staging_bytes"), 192 * 1024);
+	ck_assert_uint_eq(jnum(j, "daemon.staging_regions"), 1);
+	ck_assert_ptr_nonnull(jget(j, "%s", "daemon.staging_importing"));
 	json_free(j);
 
 	CTL(r, &d, "clients");
 	expect_ok(r, "clients");
 	expect_in(r->out, "ID");
 	expect_in(r->out, "GPU TIME");
+	expect_in(r->out, "STAGING");
+	expect_in(r->out, "192.0 KiB");
 	expect_in(r->out, "alpha");
 	expect_in(r->out, "3.0 MiB");
 	expect_in(r->out, "beta");
 	expect_in(r->out, "1.0 MiB");
 	expect_in(r->out, "16.0 MiB");
 	ck_assert_ptr_null(strstr(r->out, "rudactl"));
+	ck_assert_int_eq(ruda_client_staging_release(w.beta, &region), RUDA_OK);
 
 	free(r);
 	workload_stop(&w);
@@ -636,9 +657,19 @@ START_TEST(metrics_exposition)
 	struct workload w;
 	workload_start(&w, &d);
 	struct ctl_run *r = malloc(sizeof(*r));
+	ruda_staging region;
+	ck_assert_int_eq(ruda_client_staging_create(w.beta, 64 * 1024, &region), RUDA_OK);
 	CTL(r, &d, "metrics");
 	expect_ok(r, "metrics");
 	char line[256];
+	expect_in(r->out, "# TYPE ruda_staging_bytes gauge\nruda_staging_bytes 65536\n");
+	expect_in(r->out, "\nruda_staging_regions 1\n");
+	snprintf(line, sizeof(line),
+		 "\nruda_client_staging_bytes{client=\"%llu\",name=\"beta\",uid=\"%u\",device=\"0\"} "
+		 "65536\n",
+		 (unsigned long long)ruda_client_session_id(w.beta), getuid());
+	expect_in(r->out, line);
+	expect_in(r->out, "# TYPE ruda_client_submissions_total counter\n");
 	unsigned long long alpha = (unsigned long long)ruda_client_session_id(w.alpha);
 	expect_in(r->out, "# HELP ruda_clients ");
 	expect_in(r->out, "# TYPE ruda_clients gauge\nruda_clients 2\n");
@@ -670,6 +701,7 @@ START_TEST(metrics_exposition)
 		strtod(space + 1, &end);
 		ck_assert_msg(*end == '\0' && end != space + 1, "bad value: %s", l);
 	}
+	ruda_client_staging_release(w.beta, &region);
 	free(r);
 	workload_stop(&w);
 	test_daemon_stop(&d);

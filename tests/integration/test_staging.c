@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -42,6 +44,86 @@ static void assert_client_healthy(void)
 	ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ruda_client_release(client, h);
+}
+
+/* ---- admin figures, over a raw connection ------------------------------- */
+
+/* One admin request on a fresh raw session; the reply (free it). */
+static Ruda__Reply *admin_call(const struct test_daemon *d, Ruda__Admin *admin)
+{
+	int fd = raw_connect(d);
+	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = admin;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(reply->status, RUDA_OK);
+	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+	close(fd);
+	return reply;
+}
+
+struct staging_totals {
+	uint64_t bytes;
+	uint32_t regions, importing;
+};
+
+/* AdminStatus: every client's staging regions together. */
+static struct staging_totals admin_totals(const struct test_daemon *d)
+{
+	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_STATUS;
+	admin.status = &status;
+	Ruda__Reply *reply = admin_call(d, &admin);
+	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_STATUS);
+	const Ruda__AdminStatusReply *st = reply->admin->status;
+	struct staging_totals t = {st->staging_bytes, st->staging_regions, st->staging_importing};
+	ruda__reply__free_unpacked(reply, NULL);
+	return t;
+}
+
+struct client_figures {
+	uint64_t staging_bytes, staging_quota, staging_uid_quota, submissions;
+	uint32_t staging_regions;
+};
+
+/* AdminClients' view of the client named `name`. */
+static struct client_figures admin_client(const struct test_daemon *d, const char *name)
+{
+	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
+	admin.clients = &clients;
+	Ruda__Reply *reply = admin_call(d, &admin);
+	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
+	struct client_figures f = {0};
+	int found = 0;
+	for (size_t i = 0; i < reply->admin->clients->n_clients; i++) {
+		const Ruda__AdminClient *c = reply->admin->clients->clients[i];
+		if (strcmp(c->name, name) == 0) {
+			f = (struct client_figures){c->staging_bytes, c->staging_quota_bytes,
+						    c->staging_quota_uid_bytes, c->submissions,
+						    c->staging_regions};
+			found++;
+		}
+	}
+	ck_assert_msg(found == 1, "%d clients named %s", found, name);
+	ruda__reply__free_unpacked(reply, NULL);
+	return f;
+}
+
+/* Wait until AdminStatus shows `bytes` staging bytes in all (sessions end
+ * asynchronously when a client is killed). */
+static struct staging_totals wait_for_staging(const struct test_daemon *d, uint64_t bytes)
+{
+	struct staging_totals t;
+	for (int i = 0; i < 1000 && (t = admin_totals(d)).bytes != bytes; i++)
+		usleep(10000);
+	return t;
 }
 
 /* Odd sizes uploaded from a region and read back into another one. */
@@ -263,6 +345,274 @@ START_TEST(regions_leave_nothing_behind)
 }
 END_TEST
 
+/* ---- quotas -------------------------------------------------------------- */
+
+#define KIB(n) ((size_t)(n) << 10)
+
+/* Staging regions are charged to the staging quotas, per client and per
+ * uid; an attach past either is refused with ERROR_QUOTA and the client goes
+ * on; what a detach gives back another client may take. Admin figures are
+ * exact: a region is charged its size rounded up to the device's import
+ * granularity (4 KiB on lavapipe; the sizes here are multiples of it). */
+START_TEST(staging_quota_refused_and_given_back)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "max_staging_per_client=1M", "--set",
+			      "max_staging_per_uid=3M", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *a = test_connect(&d, "a"), *b = test_connect(&d, "b"),
+		    *c = test_connect(&d, "c");
+	ruda_staging ra[2], rb, rc, extra;
+	ck_assert_int_eq(ruda_client_staging_create(a, KIB(704), &ra[0]), RUDA_OK);
+	/* a's own quota: 704 + 512 KiB > 1 MiB */
+	ck_assert_int_eq(ruda_client_staging_create(a, KIB(512), &extra), RUDA_ERROR_QUOTA);
+	char why[512];
+	ruda_client_last_error(a, why, sizeof(why));
+	ck_assert_msg(strstr(why, "exceed the staging quota") && strstr(why, "max_staging_per_client"),
+		      "%s", why);
+	ck_assert_int_eq(ruda_client_staging_create(a, KIB(320), &ra[1]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_staging_create(b, KIB(1024), &rb), RUDA_OK);
+	ck_assert_int_eq(ruda_client_staging_create(c, KIB(1024), &rc), RUDA_OK);
+	struct client_figures fa = admin_client(&d, "a"), fc = admin_client(&d, "c");
+	ck_assert_uint_eq(fa.staging_bytes, 1u << 20);
+	ck_assert_uint_eq(fa.staging_regions, 2);
+	ck_assert_uint_eq(fa.staging_quota, 1u << 20);
+	ck_assert_uint_eq(fa.staging_uid_quota, 3u << 20);
+	ck_assert_uint_eq(fc.staging_bytes, 1u << 20);
+	struct staging_totals t = admin_totals(&d);
+	ck_assert_uint_eq(t.bytes, 3u << 20);
+	ck_assert_uint_eq(t.regions, 4);
+	/* a fresh client of the same uid: refused by the uid's quota */
+	ruda_client *e = test_connect(&d, "e");
+	ck_assert_int_eq(ruda_client_staging_create(e, 1, &extra), RUDA_ERROR_QUOTA);
+	ruda_client_last_error(e, why, sizeof(why));
+	ck_assert_msg(strstr(why, "3.0 MiB of 3.0 MiB"), "%s", why);
+	/* a detaches one region: e may take its bytes, no more */
+	ck_assert_int_eq(ruda_client_staging_release(a, &ra[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK); /* the detach is done */
+	ck_assert_uint_eq(admin_client(&d, "a").staging_bytes, KIB(320));
+	ck_assert_int_eq(ruda_client_staging_create(e, KIB(704) + 1, &extra), RUDA_ERROR_QUOTA);
+	ruda_staging re;
+	ck_assert_int_eq(ruda_client_staging_create(e, KIB(704), &re), RUDA_OK);
+	t = admin_totals(&d);
+	ck_assert_uint_eq(t.bytes, 3u << 20);
+	ck_assert_uint_eq(t.regions, 4);
+	/* refused clients were left serving: every region still works */
+	uint8_t *back = malloc(KIB(704));
+	test_fill_random(re.data, KIB(704), 8);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_create_from_staging(e, &re, 0, KIB(704), &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(e, h, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, re.data, KIB(704)), 0);
+	free(back);
+	ck_assert_int_eq(ruda_client_staging_release(e, &re), RUDA_OK);
+	ruda_client_close(e);
+	ruda_client_close(c);
+	ruda_client_close(b);
+	ruda_client_close(a);
+	/* everything given back as the sessions end */
+	ck_assert_uint_eq(wait_for_staging(&d, 0).regions, 0);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* A client killed while holding regions (and while their imports may still
+ * run) gives its bytes back: another client can then attach as much. */
+START_TEST(staging_uncharged_when_killed)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "max_staging_per_uid=8M", NULL};
+	test_daemon_start(&d, args);
+	for (int round = 0; round < 10; round++) {
+		int ready[2];
+		ck_assert_int_eq(pipe(ready), 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "victim"};
+			ruda_client *c;
+			if (ruda_client_connect(&o, &c) != RUDA_OK)
+				_exit(1);
+			ruda_staging r[4];
+			for (int k = 0; k < 4; k++)
+				if (ruda_client_staging_create(c, 2u << 20, &r[k]) != RUDA_OK)
+					_exit(1);
+			/* killed right after the attaches' replies: on odd rounds
+			 * before their imports are awaited, on even ones after */
+			if (round % 2 == 0) {
+				ruda_handle h;
+				ruda_client_create_from_staging(c, &r[3], 0, 1u << 20, &h);
+				ruda_client_sync(c);
+			}
+			if (write(ready[1], "x", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		close(ready[1]);
+		char x;
+		ck_assert_int_eq(read(ready[0], &x, 1), 1);
+		ck_assert_uint_eq(admin_totals(&d).bytes, 8u << 20);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(ready[0]);
+		ck_assert_uint_eq(wait_for_staging(&d, 0).regions, 0);
+	}
+	/* all 8 MiB may be attached again */
+	ruda_client *c = test_connect(&d, "after");
+	ruda_staging r;
+	ck_assert_int_eq(ruda_client_staging_create(c, 8u << 20, &r), RUDA_OK);
+	ck_assert_uint_eq(admin_client(&d, "after").staging_bytes, 8u << 20);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* ---- the import, off the loop ------------------------------------------- */
+
+/* Regions used at once after their attach: the transfers wait for each
+ * import in order, and every byte lands. */
+START_TEST(attaches_interleaved_with_transfers)
+{
+	enum { N = 24 };
+	ruda_staging up[N], down[N];
+	ruda_handle h[N];
+	for (int i = 0; i < N; i++) {
+		size_t size = (size_t)(i + 1) * 300007u;
+		ck_assert_int_eq(ruda_client_staging_create(client, size, &up[i]), RUDA_OK);
+		test_fill_random(up[i].data, size, 100 + (uint64_t)i);
+		ck_assert_int_eq(ruda_client_create_from_staging(client, &up[i], 0, size, &h[i]),
+				 RUDA_OK);
+		ck_assert_int_eq(ruda_client_staging_create(client, size, &down[i]), RUDA_OK);
+		memset(down[i].data, 0, size);
+		/* a Write into the region's neighbour buffer from the arena in between */
+		uint8_t small[64];
+		test_fill_random(small, sizeof(small), (uint64_t)i);
+		ck_assert_int_eq(ruda_client_write(client, h[i], 0, small, sizeof(small)), RUDA_OK);
+		ck_assert_int_eq(ruda_client_write_from_staging(client, h[i], 0, &up[i], 0, 64),
+				 RUDA_OK);
+	}
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(ruda_client_read_to_staging(client, h[i], &down[i], 0), RUDA_OK);
+		ck_assert_int_eq(memcmp(up[i].data, down[i].data, h[i].size), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		ruda_client_release(client, h[i]);
+		ruda_client_staging_release(client, &up[i]);
+		ruda_client_staging_release(client, &down[i]);
+	}
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	struct staging_totals t = admin_totals(&daemon_);
+	ck_assert_uint_eq(t.bytes, 0);
+	ck_assert_uint_eq(t.regions, 0);
+}
+END_TEST
+
+/* A region released right after its attach (its import still running, or
+ * not): nothing leaks, nothing stays charged, the client goes on. */
+START_TEST(detach_right_after_attach)
+{
+	int fds = test_settled_fds(daemon_.pid);
+	for (int i = 0; i < 40; i++) {
+		ruda_staging r;
+		ck_assert_int_eq(ruda_client_staging_create(client, (size_t)(i % 5 + 1) << 20, &r),
+				 RUDA_OK);
+		ck_assert_int_eq(ruda_client_staging_release(client, &r), RUDA_OK);
+	}
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	struct staging_totals t = admin_totals(&daemon_);
+	ck_assert_uint_eq(t.bytes, 0);
+	ck_assert_uint_eq(t.regions, 0);
+	ck_assert_uint_eq(admin_client(&daemon_, "test_staging").staging_bytes, 0);
+	test_wait_for_stats(client, 1, 0);
+	ck_assert_int_eq(test_settled_fds(daemon_.pid), fds);
+	assert_client_healthy();
+}
+END_TEST
+
+/* An import that fails (RUDA_TEST_FAIL_STAGING_IMPORT, honoured with
+ * RUDA_TEST_FAULTS=1, makes a region of that size fail its first) is
+ * reported at the region's next use, with the reason; the use after that
+ * imports it again. */
+START_TEST(failed_import_reported_at_next_use)
+{
+	struct test_daemon d;
+	setenv("RUDA_TEST_FAULTS", "1", 1); /* inherited by the daemon */
+	setenv("RUDA_TEST_FAIL_STAGING_IMPORT", "196608", 1);
+	test_daemon_start(&d, NULL);
+	unsetenv("RUDA_TEST_FAULTS");
+	unsetenv("RUDA_TEST_FAIL_STAGING_IMPORT");
+	ruda_client *c = test_connect(&d, "failing");
+	ruda_staging r;
+	/* the attach itself succeeds: the import runs after its reply */
+	ck_assert_int_eq(ruda_client_staging_create(c, 196608, &r), RUDA_OK);
+	test_fill_random(r.data, 196608, 3);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, 196608, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write_from_staging(c, h, 0, &r, 0, 196608), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_OUT_OF_MEMORY);
+	char why[512];
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(strstr(why, "staging region") && strstr(why, "importing its 196608 bytes failed"),
+		      "%s", why);
+	/* the next use imports it again, and works */
+	ruda_handle h2;
+	ck_assert_int_eq(ruda_client_create_from_staging(c, &r, 0, 196608, &h2), RUDA_OK);
+	uint8_t *back = malloc(196608);
+	ck_assert_int_eq(ruda_client_read_one(c, h2, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, r.data, 196608), 0);
+	free(back);
+	/* still charged while attached, given back at detach */
+	ck_assert_uint_eq(admin_client(&d, "failing").staging_bytes, 196608);
+	ck_assert_int_eq(ruda_client_staging_release(c, &r), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_uint_eq(admin_totals(&d).bytes, 0);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* ---- submissions ---------------------------------------------------------- */
+
+/* A staging create, write and read are each one GPU submission, whatever
+ * their size (40 MiB here, more than twice the 16 MiB arena that ordinary
+ * transfers move through): the region is imported whole, so nothing is
+ * split into chunks. The per-client counter is AdminClient.submissions. */
+START_TEST(one_submission_per_staging_transfer)
+{
+	const size_t size = 40u << 20;
+	ruda_staging up, down;
+	ck_assert_int_eq(ruda_client_staging_create(client, size, &up), RUDA_OK);
+	ck_assert_int_eq(ruda_client_staging_create(client, size, &down), RUDA_OK);
+	test_fill_random(up.data, size, 77);
+	ruda_handle h;
+	/* the first use waits for the imports; then the counts are steady */
+	ck_assert_int_eq(ruda_client_create_from_staging(client, &up, 0, 4096, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_to_staging(client, h, &down, 0), RUDA_OK);
+	ruda_client_release(client, h);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+
+	uint64_t before = admin_client(&daemon_, "test_staging").submissions;
+	ck_assert_int_eq(ruda_client_create_from_staging(client, &up, 0, size, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	uint64_t after_create = admin_client(&daemon_, "test_staging").submissions;
+	ck_assert_uint_eq(after_create - before, 1);
+
+	ck_assert_int_eq(ruda_client_write_from_staging(client, h, 0, &up, 0, size), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	uint64_t after_write = admin_client(&daemon_, "test_staging").submissions;
+	ck_assert_uint_eq(after_write - after_create, 1);
+
+	ck_assert_int_eq(ruda_client_read_to_staging(client, h, &down, 0), RUDA_OK);
+	uint64_t after_read = admin_client(&daemon_, "test_staging").submissions;
+	ck_assert_uint_eq(after_read - after_write, 1);
+	ck_assert_int_eq(memcmp(up.data, down.data, size), 0);
+
+	ruda_client_release(client, h);
+	ruda_client_staging_release(client, &up);
+	ruda_client_staging_release(client, &down);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("staging");
@@ -279,6 +629,12 @@ int main(void)
 	tcase_add_test(tc, unknown_region_and_range_refused);
 	tcase_add_test(tc, attach_without_or_with_extra_fds);
 	tcase_add_test(tc, regions_leave_nothing_behind);
+	tcase_add_test(tc, staging_quota_refused_and_given_back);
+	tcase_add_test(tc, staging_uncharged_when_killed);
+	tcase_add_test(tc, attaches_interleaved_with_transfers);
+	tcase_add_test(tc, detach_right_after_attach);
+	tcase_add_test(tc, failed_import_reported_at_next_use);
+	tcase_add_test(tc, one_submission_per_staging_transfer);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -64,6 +64,8 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.allowed_users.count, 0);
 	ck_assert(c.max_memory_per_client == RUDA_UNLIMITED);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
+	ck_assert(c.max_staging_per_client == RUDA_UNLIMITED);
+	ck_assert(c.max_staging_per_uid == ruda__config_default_staging_per_uid());
 	ck_assert_uint_eq(c.set, 0);
 	ruda__config_finish(&c);
 }
@@ -95,6 +97,8 @@ START_TEST(good_file)
 		"export_memory = no\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
+		"max_staging_per_client = 256M\n"
+		"max_staging_per_uid = unlimited\n"
 		"max_priority = 3\n"
 		"high_priority_users = 1000\n"
 		"high_priority_groups = root\n"
@@ -134,10 +138,12 @@ START_TEST(good_file)
 	ck_assert(!c.export_memory);
 	ck_assert(c.max_memory_per_client == 1ull << 30);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
+	ck_assert(c.max_staging_per_client == 256ull << 20);
+	ck_assert(c.max_staging_per_uid == RUDA_UNLIMITED);
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 28);
+	ck_assert_uint_eq(c.quotas[0].line, 30);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);

@@ -107,10 +107,16 @@ START_TEST(quotas)
 	r = check(1001, 2000, NULL, 0);
 	ck_assert(r.max_memory_per_client == 1ull << 30);
 	ck_assert(r.max_memory_per_uid == RUDA_UNLIMITED);
-	char text[160];
+	/* staging quotas: global keys, defaults unlimited per client and half
+	 * the host's memory per uid */
+	ck_assert(r.max_staging_per_client == RUDA_UNLIMITED);
+	ck_assert(r.max_staging_per_uid == ruda__config_default_staging_per_uid());
+	ck_assert(r.max_staging_per_uid != RUDA_UNLIMITED && r.max_staging_per_uid > 0);
+	r.max_staging_per_uid = 2ull << 30;
+	char text[256];
 	ruda__rights_describe(&r, text, sizeof(text));
 	ck_assert_str_eq(text, "admin no, views yes, unchecked launches no, memory 1G per client, "
-			       "unlimited per uid");
+			       "unlimited per uid, staging unlimited per client, 2G per uid");
 	ruda__config_finish(&config);
 }
 END_TEST
