@@ -465,6 +465,16 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 			*out = NULL; /* the id keeps the error, not the buffer */
 		}
 	}
+	/* its memory may have held another client's bytes: zeros before
+	 * anything reads it (docs/memory.md, "Isolation between clients") */
+	if (st == RUDA_OK) {
+		st = ruda__stream_zero(s->current, *out);
+		if (st != RUDA_OK) {
+			ruda__session_uncharge(s, (*out)->allocated, size);
+			ruda__buffer_put(*out);
+			*out = NULL;
+		}
+	}
 	if (st == RUDA_ERROR_QUOTA)
 		snprintf(why, why_len,
 			 "buffer %llu: %llu bytes would exceed the memory quota (session %llu of %llu, "
@@ -1551,9 +1561,14 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 			  (unsigned long long)req->id);
 		s->usage.requests++;
 		s->usage.last_request_ms = uv_now(s->ctx->loop);
-		/* every request names its stream; Hello comes before any */
+		/* every request names its stream; Hello comes before any. New
+		 * buffers' zero fills reach the queue before another stream's
+		 * work can use the buffers. */
+		struct ruda_stream *before = s->current;
 		s->current = s->state == RUDA_SESSION_READY ? ruda__session_stream(s, req->stream)
 							   : &s->stream;
+		if (before && before != s->current && before->records_fills)
+			ruda__stream_submit(before);
 		if (!s->current) {
 			s->current = &s->stream;
 			ruda__stream_fail(s->current, RUDA_ERROR_BUSY,

@@ -42,6 +42,7 @@ void ruda__stream_finish(struct ruda_stream *s)
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
+	s->records_fills = 0;
 }
 
 void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)
@@ -126,6 +127,16 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 {
 	ruda__arena_bounce_in(s->arena, arena_offset, size);
 	return copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst);
+}
+
+ruda_status ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer)
+{
+	VkCommandBuffer cmd = record(s);
+	if (!cmd || ruda__submission_hold(s->recording, &buffer->ref) < 0)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	vkCmdFillBuffer(cmd, buffer->vk, 0, VK_WHOLE_SIZE, 0);
+	s->records_fills = 1;
+	return after_record(s);
 }
 
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
@@ -283,6 +294,7 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	undirty(s);
 	uint64_t first_write = s->rec_first_write;
 	s->rec_first_write = 0;
+	s->records_fills = 0;
 	if (ruda__submission_submit(sub) < 0) {
 		ruda_status why = ruda__device_failure(s->device);
 		if (why == RUDA_OK)

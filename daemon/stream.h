@@ -68,6 +68,10 @@ struct ruda_stream {
 	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
 	struct ruda_bind_cache bound; /* in `recording` */
 
+	/* `recording` zero-fills new buffers: it goes to the queue before
+	 * another stream's work may use them (docs/memory.md, "Isolation") */
+	int records_fills;
+
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
 };
@@ -99,6 +103,9 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id);
 
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size);
+/* Fill all of `buffer` with zeros before anything later on the stream
+ * uses it: its memory may last have held another client's bytes. */
+ruda_status ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
 /* Copy between a buffer and a staging region (held until the copy is done):
