@@ -432,6 +432,7 @@ static int session_insert_buffer(struct ruda_session *s, uint64_t handle, struct
 	if (!b || ruda__handle_table_insert(&s->buffers, handle, b) < 0) {
 		if (buffer) {
 			ruda__session_uncharge(s, buffer->allocated, buffer->size);
+			ruda__stream_forget_zero(buffer);
 			ruda__buffer_put(buffer);
 		}
 		if (b)
@@ -467,14 +468,8 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 	}
 	/* its memory may have held another client's bytes: zeros before
 	 * anything reads it (docs/memory.md, "Isolation between clients") */
-	if (st == RUDA_OK) {
-		st = ruda__stream_zero(s->current, *out);
-		if (st != RUDA_OK) {
-			ruda__session_uncharge(s, (*out)->allocated, size);
-			ruda__buffer_put(*out);
-			*out = NULL;
-		}
-	}
+	if (st == RUDA_OK)
+		ruda__stream_zero(s->current, *out);
 	if (st == RUDA_ERROR_QUOTA)
 		snprintf(why, why_len,
 			 "buffer %llu: %llu bytes would exceed the memory quota (session %llu of %llu, "
@@ -645,6 +640,7 @@ static void release_buffer(struct ruda_session *s, uint64_t id)
 	}
 	if (b->buffer) {
 		ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
+		ruda__stream_forget_zero(b->buffer); /* never used: no fill needed */
 		ruda__buffer_put(b->buffer);
 	}
 	free(b->error_message);
@@ -1567,7 +1563,7 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 		struct ruda_stream *before = s->current;
 		s->current = s->state == RUDA_SESSION_READY ? ruda__session_stream(s, req->stream)
 							   : &s->stream;
-		if (before && before != s->current && before->records_fills)
+		if (before && before != s->current && ruda__stream_holds_fills(before))
 			ruda__stream_submit(before);
 		if (!s->current) {
 			s->current = &s->stream;

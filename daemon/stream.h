@@ -68,8 +68,13 @@ struct ruda_stream {
 	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
 	struct ruda_bind_cache bound; /* in `recording` */
 
-	/* `recording` zero-fills new buffers: it goes to the queue before
-	 * another stream's work may use them (docs/memory.md, "Isolation") */
+	/* New buffers whose zero fill is recorded before the stream's next
+	 * command, or at the end of the loop iteration (owned references,
+	 * linked through zero_next); a write of a whole buffer replaces its
+	 * fill. `records_fills`: `recording` holds fills or such writes, so it
+	 * goes to the queue before another stream's work may use those
+	 * buffers (docs/memory.md, "Isolation between clients"). */
+	struct ruda_buffer *zero_pending;
 	int records_fills;
 
 	ruda_status error; /* first failure since the last sync */
@@ -103,9 +108,19 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id);
 
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size);
-/* Fill all of `buffer` with zeros before anything later on the stream
- * uses it: its memory may last have held another client's bytes. */
-ruda_status ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
+/* Fill all of `buffer` (new) with zeros before anything later on the
+ * stream uses it: its memory may last have held another client's bytes.
+ * Recorded with the stream's next command, unless that command is a
+ * write of all of it. */
+void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
+/* `buffer` is released: a fill not recorded yet is not needed. */
+void ruda__stream_forget_zero(struct ruda_buffer *buffer);
+/* Whether the stream has fills (or writes that stand for them) not yet
+ * submitted: submit it before another stream of the session records. */
+static inline int ruda__stream_holds_fills(const struct ruda_stream *s)
+{
+	return s->zero_pending || s->records_fills;
+}
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
 /* Copy between a buffer and a staging region (held until the copy is done):

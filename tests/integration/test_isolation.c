@@ -249,6 +249,52 @@ START_TEST(empty_on_one_stream_read_on_another)
 }
 END_TEST
 
+/* Writes from a new buffer's start in order stand for its fill where they
+ * reach (create, split through the arena or not); the rest reads zeros, and
+ * a write elsewhere, a launch or a read zero it first. */
+START_TEST(partial_writes_leave_zeros)
+{
+	enum { SIZE = 1u << 20, Q = SIZE / 4 };
+	static uint8_t dirty[SIZE], data[SIZE], back[SIZE], expect[SIZE];
+	ruda_client *a = test_connect(&daemon_, "a");
+	ruda_handle h;
+	memset(dirty, PATTERN, sizeof(dirty));
+	ck_assert_int_eq(ruda_client_create(a, dirty, SIZE, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_release(a, h);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_close(a);
+
+	test_fill_random(data, sizeof(data), 7);
+	/* [0, Q) in order, then [2Q, 3Q) out of order */
+	ck_assert_int_eq(ruda_client_empty(client, SIZE, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write(client, h, 0, data, Q), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write(client, h, 2 * Q, data + 2 * Q, Q), RUDA_OK);
+	memset(expect, 0, sizeof(expect));
+	memcpy(expect, data, Q);
+	memcpy(expect + 2 * Q, data + 2 * Q, Q);
+	ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, expect, SIZE), 0);
+	ruda_client_release(client, h);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+
+	/* an odd size written whole, and a whole buffer in pieces in order */
+	ruda_handle odd, pieces;
+	ck_assert_int_eq(ruda_client_create(client, data, SIZE - 3, &odd), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(client, SIZE, &pieces), RUDA_OK);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(ruda_client_write(client, pieces, (uint64_t)i * Q, data + i * Q, Q),
+				 RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(client, odd, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, SIZE - 3), 0);
+	ck_assert_int_eq(ruda_client_read_one(client, pieces, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, SIZE), 0);
+	ruda_client_release(client, odd);
+	ruda_client_release(client, pieces);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+}
+END_TEST
+
 /* ---- frees off the loop ------------------------------------------------ */
 
 struct round_trips {
@@ -338,6 +384,7 @@ int main(void)
 	tcase_add_test(tc, empty_after_kill_reads_zeros);
 	tcase_add_test(tc, empty_tensors_read_zeros);
 	tcase_add_test(tc, empty_on_one_stream_read_on_another);
+	tcase_add_test(tc, partial_writes_leave_zeros);
 	suite_add_tcase(s, tc);
 	TCase *frees = tcase_create("frees");
 	tcase_add_checked_fixture(frees, setup, teardown);
