@@ -224,7 +224,6 @@ void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer)
 	buffer->zero_next = s->zero_pending;
 	s->zero_pending = buffer;
 	ruda_ref_get(&buffer->ref);
-	mark_dirty(s); /* recorded at the end of the loop iteration at the latest */
 }
 
 void ruda__stream_forget_zero(struct ruda_buffer *buffer)
@@ -389,14 +388,23 @@ ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int e
 	return after_record(s);
 }
 
-ruda_status ruda__stream_submit(struct ruda_stream *s)
+ruda_status ruda__stream_submit_fills(struct ruda_stream *s)
 {
 	if (record_fills(s, NULL) < 0)
 		ruda__stream_fail(s, RUDA_ERROR_OUT_OF_MEMORY, "out of memory for zero fills");
-	if (!s->recording) {
-		undirty(s); /* only fills that could not be recorded (tried again later) */
+	return ruda__stream_submit(s);
+}
+
+void ruda__stream_fill_now(struct ruda_buffer *buffer)
+{
+	if (buffer->zero_stream)
+		ruda__stream_submit_fills(buffer->zero_stream);
+}
+
+ruda_status ruda__stream_submit(struct ruda_stream *s)
+{
+	if (!s->recording)
 		return RUDA_OK;
-	}
 	struct ruda_submission *sub = s->recording;
 	s->recording = NULL;
 	undirty(s);

@@ -69,9 +69,8 @@ struct ruda_stream {
 	struct ruda_bind_cache bound; /* in `recording` */
 
 	/* New buffers whose zero fill is recorded before the stream's next
-	 * command, or at the end of the loop iteration (owned references,
-	 * linked through zero_next); a write of a whole buffer replaces its
-	 * fill. `records_fills`: `recording` holds fills or such writes, so it
+	 * command (owned references, linked through zero_next); writes from a
+	 * buffer's start in order replace its fill where they reach. `records_fills`: `recording` holds fills or such writes, so it
 	 * goes to the queue before another stream's work may use those
 	 * buffers (docs/memory.md, "Isolation between clients"). */
 	struct ruda_buffer *zero_pending;
@@ -110,11 +109,18 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 			       uint64_t arena_offset, uint64_t size);
 /* Fill all of `buffer` (new) with zeros before anything later on the
  * stream uses it: its memory may last have held another client's bytes.
- * Recorded with the stream's next command, unless that command is a
- * write of all of it. */
+ * Recorded with the stream's next command (after any writes from the
+ * buffer's start in order, which it then leaves alone), at a switch to
+ * another stream, or before a use outside the stream. */
 void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
 /* `buffer` is released: a fill not recorded yet is not needed. */
 void ruda__stream_forget_zero(struct ruda_buffer *buffer);
+/* Record the fills waiting, then submit (a switch to another stream). */
+ruda_status ruda__stream_submit_fills(struct ruda_stream *s);
+/* `buffer` is about to be used outside its stream (a submission of its
+ * own, an export): its fill, if still waiting, is recorded and submitted
+ * now, ahead of that use on the queue. */
+void ruda__stream_fill_now(struct ruda_buffer *buffer);
 /* Whether the stream has fills (or writes that stand for them) not yet
  * submitted: submit it before another stream of the session records. */
 static inline int ruda__stream_holds_fills(const struct ruda_stream *s)
