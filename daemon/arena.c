@@ -10,9 +10,12 @@
 #include "device.h"
 #include "log.h"
 
-static void arena_destroy(struct ruda_ref *ref)
+/* Unpinning an import and unmapping the client's pages take long (a
+ * 16 MiB arena: ms), so they run in the thread pool; nothing else refers
+ * to the arena any more. */
+static void arena_release(void *arg)
 {
-	struct ruda_arena *a = (struct ruda_arena *)ref;
+	struct ruda_arena *a = arg;
 	VkDevice vk = a->device->vk;
 	if (a->buffer)
 		vkDestroyBuffer(vk, a->buffer, NULL);
@@ -23,6 +26,12 @@ static void arena_destroy(struct ruda_ref *ref)
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a);
+}
+
+static void arena_destroy(struct ruda_ref *ref)
+{
+	struct ruda_arena *a = (struct ruda_arena *)ref;
+	ruda__deferred_free_run(&a->device->frees, arena_release, a);
 }
 
 int ruda__host_import(struct ruda_device *d, void *map, uint64_t size, VkBuffer *buffer,
@@ -182,7 +191,7 @@ int ruda__arena_create(struct ruda_device *d, uint64_t size, struct ruda_arena *
 	if (err) {
 		log_error("device %u: cannot create a %llu-byte arena: %d", d->index,
 			  (unsigned long long)size, err);
-		ruda_ref_put(&a->ref);
+		arena_release(a); /* at once: this may be a thread of the pool */
 		return err;
 	}
 	/* no import here: it pins every page, and waits for the first transfer */
@@ -198,7 +207,7 @@ int ruda__arena_map_fd(struct ruda_device *d, int fd, uint64_t size, struct ruda
 		return -ENOMEM;
 	int err = arena_map(a, fd); /* the mapping keeps the memory; the fd is the client's */
 	if (err) {
-		ruda_ref_put(&a->ref);
+		arena_release(a);
 		return err;
 	}
 	a->client = size;

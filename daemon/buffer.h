@@ -13,6 +13,7 @@
 #include "ref.h"
 
 struct ruda_device;
+struct ruda_stream;
 
 /* What every buffer can be used for. */
 #define RUDA_BUFFER_USAGE                                                                     \
@@ -27,6 +28,12 @@ struct ruda_buffer {
 	uint64_t size;      /* requested bytes */
 	uint64_t vk_size;   /* VkBufferCreateInfo::size: an importer's buffer repeats it */
 	uint64_t allocated; /* bytes of device memory reserved for it */
+	/* new, its zero fill not yet recorded: on that stream's list
+	 * (stream.c), which holds a reference; bytes [0, zero_from) have
+	 * been written in order on it since, so only the rest needs zeros */
+	struct ruda_stream *zero_stream; /* borrowed */
+	struct ruda_buffer *zero_next;
+	uint64_t zero_from;
 };
 
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */

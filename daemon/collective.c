@@ -443,6 +443,8 @@ static void write_back(struct collective_op *op)
 			continue;
 		}
 		VkBuffer host = ruda__host_staging_buffer(op->staging, s->device);
+		/* a new destination's zeros go first, not over the result */
+		ruda__stream_fill_now(b->buffer);
 		struct op_waiter *w = calloc(1, sizeof(*w));
 		struct ruda_submission *sub = host && w ? ruda__submission_begin(s->device) : NULL;
 		if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||

@@ -10,6 +10,7 @@
 #include <ruda/ruda.h>
 
 #include "buffer.h"
+#include "deferred_free.h"
 #include "log.h"
 
 /* How long the completion thread sleeps in one vkWaitSemaphores, so it
@@ -885,6 +886,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	d->watchdog.data = d;
 	uv_timer_start(&d->watchdog, on_watchdog, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS);
 	uv_unref((uv_handle_t *)&d->watchdog);
+	ruda__deferred_free_init(&d->frees, loop);
 	*out = d;
 	return 0;
 
@@ -943,6 +945,8 @@ void ruda__device_destroy(struct ruda_device *d)
 		free(sub);
 	}
 	ruda__memory_finish(&d->allocator);
+	/* pages and arenas being freed in the thread pool go before the device */
+	ruda__deferred_free_finish(&d->frees);
 	vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
 	vkDestroySemaphore(d->vk, d->timeline, NULL);
 	vkDestroyCommandPool(d->vk, d->command_pool, NULL);

@@ -13,6 +13,7 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
+#include "deferred_free.h"
 #include "memory.h"
 #include "progress_page.h"
 #include "ref.h"
@@ -120,6 +121,7 @@ struct ruda_device {
 	void (*before_destroy)(struct ruda_device *device);
 
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
+	struct ruda_deferred_free frees; /* slow frees, run in the thread pool */
 	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
 	/* priority scheduling (session.c): until when (uv_now() ms) a client

@@ -69,7 +69,7 @@ static int range_ok(uint64_t offset, uint64_t size, uint64_t limit)
 }
 
 /* Replies that wait for the GPU. */
-enum wait_kind { WAIT_READ, WAIT_SYNC, WAIT_SYNC_BUFFERS, WAIT_FENCE, WAIT_PROFILE };
+enum wait_kind { WAIT_READ, WAIT_SYNC, WAIT_SYNC_BUFFERS, WAIT_FENCE, WAIT_PROFILE, WAIT_EXPORT };
 
 struct reply_waiter {
 	struct ruda_waiter base;
@@ -97,6 +97,8 @@ static ruda_status first_buffer_error(struct ruda_session *s, const uint64_t *id
 	}
 	return RUDA_OK;
 }
+
+static void export_now(struct ruda_session *s, uint64_t request, uint64_t id);
 
 static void reply_waiter_done(struct ruda_waiter *base, int status)
 {
@@ -156,6 +158,9 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	case WAIT_FENCE:
 		ruda__session_arena_publish(s);
 		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+		break;
+	case WAIT_EXPORT: /* the buffer's zeros and the work before are done */
+		export_now(s, w->request, w->handles[0]);
 		break;
 	case WAIT_PROFILE:
 		break;
@@ -436,6 +441,7 @@ static int session_insert_buffer(struct ruda_session *s, uint64_t handle, struct
 	if (!b || ruda__handle_table_insert(&s->buffers, handle, b) < 0) {
 		if (buffer) {
 			ruda__session_uncharge(s, buffer->allocated, buffer->size);
+			ruda__stream_forget_zero(buffer);
 			ruda__buffer_put(buffer);
 		}
 		if (b)
@@ -469,6 +475,10 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 			*out = NULL; /* the id keeps the error, not the buffer */
 		}
 	}
+	/* its memory may have held another client's bytes: zeros before
+	 * anything reads it (docs/memory.md, "Isolation between clients") */
+	if (st == RUDA_OK)
+		ruda__stream_zero(s->current, *out);
 	if (st == RUDA_ERROR_QUOTA)
 		snprintf(why, why_len,
 			 "buffer %llu: %llu bytes would exceed the memory quota (session %llu of %llu, "
@@ -653,6 +663,7 @@ static void release_buffer(struct ruda_session *s, uint64_t id)
 	}
 	if (b->buffer) {
 		ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
+		ruda__stream_forget_zero(b->buffer); /* never used: no fill needed */
 		ruda__buffer_put(b->buffer);
 	}
 	free(b->error_message);
@@ -1352,26 +1363,26 @@ static void handle_allocation_mode(struct ruda_session *s, const Ruda__Request *
 	s->allocation_mode = mode;
 }
 
-static void handle_export_resource(struct ruda_session *s, const Ruda__Request *req)
+/* Export `id`'s memory: the checks, then the fd. */
+static void export_now(struct ruda_session *s, uint64_t request, uint64_t id)
 {
-	uint64_t id = req->export_resource->handle;
 	const char *reason;
 	ruda_status st = buffer_status(s, id, &reason);
 	if (st != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, st, "buffer %llu: %s",
+		ruda__session_reply_status(s, request, st, "buffer %llu: %s",
 					   (unsigned long long)id, reason);
 		return;
 	}
 	struct ruda_buffer *b = buffer_entry(s, id)->buffer;
 	struct ruda_device *d = s->device;
 	if (!d->get_memory_fd) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
+		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
 					   "device %u cannot export memory: %s", d->index,
 					   d->export_off);
 		return;
 	}
 	if (!ruda__memory_exportable(&b->memory)) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
 					   "buffer %llu lives in pooled memory shared with other "
 					   "buffers; allocate it in dedicated mode to export it",
 					   (unsigned long long)id);
@@ -1384,7 +1395,7 @@ static void handle_export_resource(struct ruda_session *s, const Ruda__Request *
 	};
 	int fd = -1;
 	if (d->get_memory_fd(d->vk, &info, &fd) != VK_SUCCESS || fd < 0) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INTERNAL,
+		ruda__session_reply_status(s, request, RUDA_ERROR_INTERNAL,
 					   "vkGetMemoryFdKHR failed for buffer %llu",
 					   (unsigned long long)id);
 		return;
@@ -1405,10 +1416,22 @@ static void handle_export_resource(struct ruda_session *s, const Ruda__Request *
 	rr.handle_type = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
 	rr.memory_property_flags = d->memory.memoryTypes[d->allocator.type].propertyFlags;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
-	reply.id = req->id;
+	reply.id = request;
 	reply.body_case = RUDA__REPLY__BODY_RESOURCE;
 	reply.resource = &rr;
 	ruda__session_reply_fd(s, &reply, fd);
+}
+
+/* The importer reads the memory on its own, unordered with rudad's queue:
+ * the fd goes out once the buffer's zero fill (and the session's work
+ * before the export) has completed, never before. */
+static void handle_export_resource(struct ruda_session *s, const Ruda__Request *req)
+{
+	uint64_t id = req->export_resource->handle;
+	struct ruda_session_buffer *e = buffer_entry(s, id);
+	if (e && e->buffer)
+		ruda__stream_fill_now(e->buffer);
+	wait_then_reply(s, req->id, WAIT_EXPORT, &id, 1);
 }
 
 /* ---- graph capture -------------------------------------------------------- */
@@ -1577,9 +1600,14 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 			  (unsigned long long)req->id);
 		s->usage.requests++;
 		s->usage.last_request_ms = uv_now(s->ctx->loop);
-		/* every request names its stream; Hello comes before any */
+		/* every request names its stream; Hello comes before any. New
+		 * buffers' zero fills reach the queue before another stream's
+		 * work can use the buffers. */
+		struct ruda_stream *before = s->current;
 		s->current = s->state == RUDA_SESSION_READY ? ruda__session_stream(s, req->stream)
 							   : &s->stream;
+		if (before && before != s->current && ruda__stream_holds_fills(before))
+			ruda__stream_submit_fills(before);
 		if (!s->current) {
 			s->current = &s->stream;
 			ruda__stream_fail(s->current, RUDA_ERROR_BUSY,

@@ -62,6 +62,21 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	return 0;
 }
 
+/* What the thread pool needs to give a page's memory back. */
+struct page_release {
+	VkDevice vk;
+	VkDeviceMemory memory;
+};
+
+static void page_release(void *arg)
+{
+	struct page_release *r = arg;
+	vkFreeMemory(r->vk, r->memory, NULL);
+	free(r);
+}
+
+/* The page leaves the accounting now; its memory is freed in the thread
+ * pool (vkFreeMemory of a large page takes long: docs/memory.md). */
 static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 {
 	while (p->free) {
@@ -69,7 +84,13 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 		p->free = r->next;
 		free(r);
 	}
-	vkFreeMemory(m->device->vk, p->memory, NULL);
+	struct page_release *r = malloc(sizeof(*r));
+	if (r) {
+		*r = (struct page_release){.vk = m->device->vk, .memory = p->memory};
+		ruda__deferred_free_run(&m->device->frees, page_release, r);
+	} else {
+		vkFreeMemory(m->device->vk, p->memory, NULL);
+	}
 	m->stats.pages--;
 	m->stats.reserved -= p->size;
 	free(p);

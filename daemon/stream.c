@@ -33,8 +33,33 @@ static void undirty(struct ruda_stream *s)
 	s->dirty = 0;
 }
 
+static void mark_dirty(struct ruda_stream *s)
+{
+	if (s->dirty)
+		return;
+	s->dirty_next = *s->dirty_list;
+	*s->dirty_list = s;
+	s->dirty = 1;
+}
+
+static struct ruda_buffer *take_pending(struct ruda_stream *s)
+{
+	struct ruda_buffer *list = s->zero_pending;
+	s->zero_pending = NULL;
+	for (struct ruda_buffer *b = list; b; b = b->zero_next)
+		b->zero_stream = NULL;
+	return list;
+}
+
 void ruda__stream_finish(struct ruda_stream *s)
 {
+	struct ruda_buffer *b = take_pending(s);
+	while (b) {
+		struct ruda_buffer *next = b->zero_next;
+		b->zero_next = NULL;
+		ruda__buffer_put(b);
+		b = next;
+	}
 	undirty(s);
 	if (s->capture)
 		ruda__graph_put(s->capture);
@@ -42,6 +67,7 @@ void ruda__stream_finish(struct ruda_stream *s)
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
+	s->records_fills = 0;
 }
 
 void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)
@@ -77,9 +103,8 @@ void ruda__record_barrier(VkCommandBuffer cmd)
 			     1, &barrier, 0, NULL, 0, NULL);
 }
 
-/* The command buffer to record into, after a barrier that orders the new
- * command after everything before it on the queue. */
-static VkCommandBuffer record(struct ruda_stream *s)
+/* The command buffer being recorded, begun if there is none. */
+static VkCommandBuffer recording(struct ruda_stream *s)
 {
 	if (!s->recording) {
 		s->recording = ruda__submission_begin(s->device);
@@ -90,15 +115,63 @@ static VkCommandBuffer record(struct ruda_stream *s)
 			s->recording = NULL;
 			return VK_NULL_HANDLE;
 		}
-		s->dirty_next = *s->dirty_list;
-		*s->dirty_list = s;
-		s->dirty = 1;
+		mark_dirty(s);
 		s->bound.pipeline = NULL; /* a new command buffer has nothing bound */
 	}
-	VkCommandBuffer cmd = s->recording->cmd;
+	return s->recording->cmd;
+}
+
+/* Record the zero fills waiting, but `skip`'s (about to be written).
+ * 0, or -1 with the fills not recorded still waiting. */
+static int record_fills(struct ruda_stream *s, struct ruda_buffer *skip)
+{
+	if (!s->zero_pending || (s->zero_pending == skip && !skip->zero_next))
+		return 0;
+	VkCommandBuffer cmd = recording(s);
+	if (!cmd)
+		return -1;
+	/* the fills after whatever used the memory before; between them
+	 * none is needed (different buffers) */
+	ruda__record_barrier(cmd);
+	struct ruda_buffer **link = &s->zero_pending;
+	while (*link) {
+		struct ruda_buffer *b = *link;
+		if (b == skip) {
+			link = &b->zero_next;
+			continue;
+		}
+		if (ruda__submission_hold(s->recording, &b->ref) < 0)
+			return -1;
+		/* what the writes since it was made have not covered */
+		vkCmdFillBuffer(cmd, b->vk, b->zero_from, VK_WHOLE_SIZE, 0);
+		s->recording->commands++;
+		s->records_fills = 1;
+		*link = b->zero_next;
+		b->zero_next = NULL;
+		b->zero_stream = NULL;
+		ruda__buffer_put(b); /* the recording holds it */
+	}
+	return 0;
+}
+
+/* The command buffer to record into, after the zero fills waiting (but
+ * `skip`'s) and a barrier that orders the new command after everything
+ * before it on the queue. */
+static VkCommandBuffer record_after_fills(struct ruda_stream *s, struct ruda_buffer *skip)
+{
+	if (record_fills(s, skip) < 0)
+		return VK_NULL_HANDLE;
+	VkCommandBuffer cmd = recording(s);
+	if (!cmd)
+		return VK_NULL_HANDLE;
 	ruda__record_barrier(cmd);
 	s->recording->commands++;
 	return cmd;
+}
+
+static VkCommandBuffer record(struct ruda_stream *s)
+{
+	return record_after_fills(s, NULL);
 }
 
 static ruda_status after_record(struct ruda_stream *s)
@@ -109,9 +182,10 @@ static ruda_status after_record(struct ruda_stream *s)
 }
 
 static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset, VkBuffer dst,
-			uint64_t dst_offset, uint64_t size, struct ruda_buffer *held)
+			uint64_t dst_offset, uint64_t size, struct ruda_buffer *held,
+			struct ruda_buffer *written_whole)
 {
-	VkCommandBuffer cmd = record(s);
+	VkCommandBuffer cmd = record_after_fills(s, written_whole);
 	if (!cmd || ruda__submission_hold(s->recording, &held->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	if (size) {
@@ -125,13 +199,51 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 			       uint64_t arena_offset, uint64_t size)
 {
 	ruda__arena_bounce_in(s->arena, arena_offset, size);
-	return copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst);
+	/* a new buffer written in order from its start (`create`, split or
+	 * not) needs zeros only after what was written, and none once it is
+	 * written whole; in words, as fills are (a buffer of an odd size is
+	 * filled whole: its VkBuffer is rounded up to a word) */
+	int in_order = dst->zero_stream == s && dst->size % 4 == 0 && size % 4 == 0 &&
+		       offset == dst->zero_from && size > 0;
+	ruda_status st = copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst,
+			      in_order ? dst : NULL);
+	if (st == RUDA_OK && in_order) {
+		dst->zero_from += size;
+		if (dst->zero_from == dst->size) {
+			s->records_fills = 1; /* the writes stand for its fill */
+			ruda__stream_forget_zero(dst);
+		}
+	}
+	return st;
+}
+
+void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer)
+{
+	buffer->zero_stream = s;
+	buffer->zero_from = 0;
+	buffer->zero_next = s->zero_pending;
+	s->zero_pending = buffer;
+	ruda_ref_get(&buffer->ref);
+}
+
+void ruda__stream_forget_zero(struct ruda_buffer *buffer)
+{
+	struct ruda_stream *s = buffer->zero_stream;
+	if (!s)
+		return;
+	struct ruda_buffer **link = &s->zero_pending;
+	while (*link != buffer)
+		link = &(*link)->zero_next;
+	*link = buffer->zero_next;
+	buffer->zero_stream = NULL;
+	buffer->zero_next = NULL;
+	ruda__buffer_put(buffer);
 }
 
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size)
 {
-	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src);
+	return copy(s, src->vk, offset, s->arena->buffer, arena_offset, size, src, NULL);
 }
 
 ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
@@ -156,8 +268,10 @@ ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *r
 	if ((!s->recording && !record(s)) ||
 	    ruda__submission_hold(s->recording, &region->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	return to_buffer ? copy(s, region->buffer, region_offset, buffer->vk, offset, size, buffer)
-			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer);
+	return to_buffer ? copy(s, region->buffer, region_offset, buffer->vk, offset, size, buffer,
+				NULL)
+			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer,
+				NULL);
 }
 
 /* Whether `cache` shows `p` bound with these bindings; then it is kept,
@@ -274,6 +388,19 @@ ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int e
 	return after_record(s);
 }
 
+ruda_status ruda__stream_submit_fills(struct ruda_stream *s)
+{
+	if (record_fills(s, NULL) < 0)
+		ruda__stream_fail(s, RUDA_ERROR_OUT_OF_MEMORY, "out of memory for zero fills");
+	return ruda__stream_submit(s);
+}
+
+void ruda__stream_fill_now(struct ruda_buffer *buffer)
+{
+	if (buffer->zero_stream)
+		ruda__stream_submit_fills(buffer->zero_stream);
+}
+
 ruda_status ruda__stream_submit(struct ruda_stream *s)
 {
 	if (!s->recording)
@@ -283,6 +410,7 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	undirty(s);
 	uint64_t first_write = s->rec_first_write;
 	s->rec_first_write = 0;
+	s->records_fills = 0;
 	if (ruda__submission_submit(sub) < 0) {
 		ruda_status why = ruda__device_failure(s->device);
 		if (why == RUDA_OK)

@@ -68,6 +68,14 @@ struct ruda_stream {
 	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
 	struct ruda_bind_cache bound; /* in `recording` */
 
+	/* New buffers whose zero fill is recorded before the stream's next
+	 * command (owned references, linked through zero_next); writes from a
+	 * buffer's start in order replace its fill where they reach. `records_fills`: `recording` holds fills or such writes, so it
+	 * goes to the queue before another stream's work may use those
+	 * buffers (docs/memory.md, "Isolation between clients"). */
+	struct ruda_buffer *zero_pending;
+	int records_fills;
+
 	ruda_status error; /* first failure since the last sync */
 	char error_message[256];
 };
@@ -99,6 +107,26 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id);
 
 ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
 			       uint64_t arena_offset, uint64_t size);
+/* Fill all of `buffer` (new) with zeros before anything later on the
+ * stream uses it: its memory may last have held another client's bytes.
+ * Recorded with the stream's next command (after any writes from the
+ * buffer's start in order, which it then leaves alone), at a switch to
+ * another stream, or before a use outside the stream. */
+void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
+/* `buffer` is released: a fill not recorded yet is not needed. */
+void ruda__stream_forget_zero(struct ruda_buffer *buffer);
+/* Record the fills waiting, then submit (a switch to another stream). */
+ruda_status ruda__stream_submit_fills(struct ruda_stream *s);
+/* `buffer` is about to be used outside its stream (a submission of its
+ * own, an export): its fill, if still waiting, is recorded and submitted
+ * now, ahead of that use on the queue. */
+void ruda__stream_fill_now(struct ruda_buffer *buffer);
+/* Whether the stream has fills (or writes that stand for them) not yet
+ * submitted: submit it before another stream of the session records. */
+static inline int ruda__stream_holds_fills(const struct ruda_stream *s)
+{
+	return s->zero_pending || s->records_fills;
+}
 ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, uint64_t offset,
 			      uint64_t arena_offset, uint64_t size);
 /* Copy between a buffer and a staging region (held until the copy is done):

@@ -130,7 +130,9 @@ START_TEST(small_buffers_share_pages)
 }
 END_TEST
 
-/* Empty pages are given back by cleanup (after the last one kept). */
+/* Empty pages are given back by cleanup (after the last one kept). A
+ * released buffer's memory goes once the work that used it is over, its
+ * zero fill included: a sync waits for that. */
 START_TEST(cleanup_gives_pages_back)
 {
 	ruda_memory_usage before, full, after;
@@ -142,6 +144,7 @@ START_TEST(cleanup_gives_pages_back)
 	ck_assert_uint_ge(full.bytes_reserved, before.bytes_reserved + (64u << 20));
 	for (int i = 0; i < 64; i++)
 		ruda_client_release(client, h[i]);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
 	ck_assert_uint_le(after.bytes_reserved, before.bytes_reserved);
@@ -151,6 +154,7 @@ START_TEST(cleanup_gives_pages_back)
 	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
 	ck_assert_uint_ge(full.bytes_reserved, after.bytes_reserved + (100u << 20));
 	ruda_client_release(client, big);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
 	ck_assert_uint_eq(full.bytes_reserved, after.bytes_reserved);
 }

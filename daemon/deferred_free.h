@@ -1,0 +1,34 @@
+/*
+ * Frees that are slow in the driver or the kernel (vkFreeMemory of a large
+ * page: 162 ms for 1 GiB on lavapipe; unmapping and unpinning an arena)
+ * run in libuv's thread pool instead of on the loop. The caller has already
+ * taken the object out of every list and counter, and no work in flight
+ * uses it any more, so only the release itself is left. A device waits for
+ * its frees before it goes (ruda__deferred_free_finish).
+ */
+#ifndef RUDA_DEFERRED_FREE_H
+#define RUDA_DEFERRED_FREE_H
+
+#include <pthread.h>
+#include <uv.h>
+
+struct ruda_deferred_free {
+	uv_loop_t *loop; /* borrowed */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned pending; /* guarded by lock: queued and not yet run */
+};
+
+void ruda__deferred_free_init(struct ruda_deferred_free *f, uv_loop_t *loop);
+/* Waits for every queued free to have run. */
+void ruda__deferred_free_finish(struct ruda_deferred_free *f);
+
+/* Run `release(arg)` in the thread pool (it owns `arg` and frees it); at
+ * once, on the loop, if it cannot be queued. Loop thread. */
+void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void *arg),
+			     void *arg);
+
+/* Frees queued and not yet run. */
+unsigned ruda__deferred_free_pending(struct ruda_deferred_free *f);
+
+#endif
