@@ -16,12 +16,17 @@ void ruda__deferred_free_init(struct ruda_deferred_free *f, uv_loop_t *loop)
 	pthread_cond_init(&f->idle, NULL);
 }
 
-void ruda__deferred_free_finish(struct ruda_deferred_free *f)
+void ruda__deferred_free_wait(struct ruda_deferred_free *f)
 {
 	pthread_mutex_lock(&f->lock);
 	while (f->pending)
 		pthread_cond_wait(&f->idle, &f->lock);
 	pthread_mutex_unlock(&f->lock);
+}
+
+void ruda__deferred_free_finish(struct ruda_deferred_free *f)
+{
+	ruda__deferred_free_wait(f);
 	pthread_cond_destroy(&f->idle);
 	pthread_mutex_destroy(&f->lock);
 }

@@ -21,6 +21,8 @@ struct ruda_deferred_free {
 
 void ruda__deferred_free_init(struct ruda_deferred_free *f, uv_loop_t *loop);
 /* Waits for every queued free to have run. */
+void ruda__deferred_free_wait(struct ruda_deferred_free *f);
+/* Waits as ruda__deferred_free_wait, then tears `f` down. */
 void ruda__deferred_free_finish(struct ruda_deferred_free *f);
 
 /* Run `release(arg)` in the thread pool (it owns `arg` and frees it); at

@@ -64,14 +64,16 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 
 /* What the thread pool needs to give a page's memory back. */
 struct page_release {
-	VkDevice vk;
+	struct ruda_memory *m; /* outlives it: the device waits for its frees */
 	VkDeviceMemory memory;
+	uint64_t size;
 };
 
 static void page_release(void *arg)
 {
 	struct page_release *r = arg;
-	vkFreeMemory(r->vk, r->memory, NULL);
+	vkFreeMemory(r->m->device->vk, r->memory, NULL);
+	atomic_fetch_sub(&r->m->freeing, r->size);
 	free(r);
 }
 
@@ -86,7 +88,8 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 	}
 	struct page_release *r = malloc(sizeof(*r));
 	if (r) {
-		*r = (struct page_release){.vk = m->device->vk, .memory = p->memory};
+		*r = (struct page_release){.m = m, .memory = p->memory, .size = p->size};
+		atomic_fetch_add(&m->freeing, p->size);
 		ruda__deferred_free_run(&m->device->frees, page_release, r);
 	} else {
 		vkFreeMemory(m->device->vk, p->memory, NULL);
@@ -105,6 +108,27 @@ void ruda__memory_finish(struct ruda_memory *m)
 	}
 }
 
+/* Whether `size` more bytes fit in the heap beside the pages reserved and
+ * those still being freed. */
+static int heap_has_room(struct ruda_memory *m, uint64_t size)
+{
+	uint64_t held = m->stats.reserved + atomic_load(&m->freeing);
+	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+}
+
+/* An allocation found the heap full while pages are still being freed in
+ * the thread pool: wait for those frees (a client that released memory
+ * and allocates again expects it back). The loop waits only here, when the
+ * alternative is an out-of-memory answer, and for no longer than it used
+ * to spend freeing them itself. 1 if there were any. */
+static int wait_for_frees(struct ruda_memory *m)
+{
+	if (!atomic_load(&m->freeing))
+		return 0;
+	ruda__deferred_free_wait(&m->device->frees);
+	return 1;
+}
+
 static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
 					 VkBuffer export_for)
 {
@@ -116,10 +140,9 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		return NULL;
 	}
 	/* drivers that allocate lazily (CPU devices) would accept more than the
-	 * heap holds and fail later, page by page: refuse it now */
-	if (m->heap_size && size > m->heap_size - (m->stats.reserved < m->heap_size
-							    ? m->stats.reserved
-							    : m->heap_size)) {
+	 * heap holds and fail later, page by page: refuse it now (pages still
+	 * being freed in the thread pool are still the driver's) */
+	if (!heap_has_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
 		free(p);
 		free(r);
 		return NULL;
@@ -141,7 +164,10 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		.allocationSize = size,
 		.memoryTypeIndex = m->type,
 	};
-	if (vkAllocateMemory(m->device->vk, &info, NULL, &p->memory) != VK_SUCCESS) {
+	VkResult res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+	if (res != VK_SUCCESS && wait_for_frees(m))
+		res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+	if (res != VK_SUCCESS) {
 		free(p);
 		free(r);
 		return NULL;

@@ -7,6 +7,7 @@
 #ifndef RUDA_MEMORY_H
 #define RUDA_MEMORY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
@@ -40,6 +41,7 @@ struct ruda_memory {
 	uint64_t heap_size;         /* of the pages' heap: never reserve more */
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
+	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 };
 
 /* Set up for `device`, whose buffers need `requirements` (from a probe

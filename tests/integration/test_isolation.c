@@ -30,11 +30,12 @@ static void teardown(void)
 }
 
 /* Sizes that land in shared pages on every device (a quarter page is at
- * least 1 MiB), odd ones included, and one buffer with memory of its own
- * (above a quarter page on lavapipe: 8 MiB). */
+ * least 1 MiB), odd ones included, and one buffer with memory of its own on
+ * every device (above a quarter page, which is at most 64 MiB: pages are
+ * 4 to 256 MiB; docs/memory.md). */
 static const size_t shared_sizes[] = {1, 1000, 4096, 65536 + 12, 1u << 20, (1u << 20) - 3};
 #define NSHARED (sizeof(shared_sizes) / sizeof(shared_sizes[0]))
-#define DEDICATED_SIZE ((size_t)12 << 20)
+#define DEDICATED_SIZE ((size_t)65 << 20)
 #define PATTERN 0xa5
 
 /* Allocate every size with empty, fill it with the pattern and check it
