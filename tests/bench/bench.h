@@ -24,6 +24,7 @@ struct bench_options {
 	char build_dir[1024]; /* where rudad, shaders and helpers live */
 	uint64_t max_bytes;   /* largest transfer ($RUDA_BENCH_MAX_BYTES) */
 	const char *device;   /* $RUDA_BENCH_DEVICE: rudad --device and baselines */
+	char out_dir[1024];   /* where results.json and the plots go */
 };
 
 extern struct bench_options bench_opt;

@@ -420,13 +420,17 @@ int main(int argc, char **argv)
 	bench_install_signal_handlers();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
+	/* the plots go beside the JSON */
 	char json_path[1100];
-	if (json)
+	if (json) {
 		snprintf(json_path, sizeof(json_path), "%s", json);
-	else {
-		snprintf(json_path, sizeof(json_path), "%s", bench_path("bench"));
-		mkdir(json_path, 0755);
-		snprintf(json_path, sizeof(json_path), "%s", bench_path("bench/results.json"));
+		const char *slash = strrchr(json, '/');
+		snprintf(bench_opt.out_dir, sizeof(bench_opt.out_dir), "%.*s",
+			 slash ? (int)(slash == json ? 1 : slash - json) : 1, slash ? json : ".");
+	} else {
+		snprintf(bench_opt.out_dir, sizeof(bench_opt.out_dir), "%s", bench_path("bench"));
+		mkdir(bench_opt.out_dir, 0755);
+		snprintf(json_path, sizeof(json_path), "%s/results.json", bench_opt.out_dir);
 	}
 
 	for (size_t i = 0; i < NGROUPS; i++)

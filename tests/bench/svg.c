@@ -57,7 +57,7 @@ static void tick_label(double v, char *buf, size_t len)
 int bench_svg_write(const struct bench_svg_plot *p, const char *name)
 {
 	char path[1200];
-	snprintf(path, sizeof(path), "%s/%s.svg", bench_path("bench"), name);
+	snprintf(path, sizeof(path), "%s/%s.svg", bench_opt.out_dir, name);
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
