@@ -346,13 +346,7 @@ soak: deps
 
 ASAN_BUILD ?= $(BUILD)-asan
 ASAN_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-# rudad runs with lavapipe preloaded: the loader unloads the driver at
-# vkDestroyInstance, and LeakSanitizer, which no longer scans the driver's
-# globals then, reports what they point to (128 bytes from
-# vkEnumeratePhysicalDevices) as leaked; a preloaded library stays mapped
-ASAN_RUNTIME := $(shell $(CC) -print-file-name=libasan.so)
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-	RUDA_TEST_WRAPPER="env LD_PRELOAD=$(ASAN_RUNTIME):libvulkan_lvp.so" \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp)
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
