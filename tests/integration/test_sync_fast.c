@@ -213,9 +213,12 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Three threads of `c` each fill, sync and read back their own buffer. */
-static void three_workers(ruda_client *c, ruda_kernel fill)
+/* Threads of one client sync the same stream: slots overwrite each other,
+ * replies arrive for syncs another thread answered from the page. */
+START_TEST(threads_of_one_client)
 {
+	ruda_client *c = test_connect(&daemon_, "sync_fast_threads");
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
 	pthread_t t[3];
 	struct worker w[3];
 	for (int i = 0; i < 3; i++) {
@@ -224,15 +227,6 @@ static void three_workers(ruda_client *c, ruda_kernel fill)
 	}
 	for (int i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
-}
-
-/* Threads of one client sync the same stream: slots overwrite each other,
- * replies arrive for syncs another thread answered from the page. */
-START_TEST(threads_of_one_client)
-{
-	ruda_client *c = test_connect(&daemon_, "sync_fast_threads");
-	ruda_kernel fill = test_register(c, "fill", 1, 8);
-	three_workers(c, fill);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	ruda_client_close(c);
 }
@@ -288,7 +282,14 @@ START_TEST(sleep_without_watch)
 	ruda_handle h;
 	ck_assert_int_eq(ruda_client_empty(c, 4096 * 4u, &h), RUDA_OK);
 	fill_sync_read(c, fill, h, 4096, 1, 100);
-	three_workers(c, fill);
+	pthread_t t[3];
+	struct worker w[3];
+	for (int i = 0; i < 3; i++) {
+		w[i] = (struct worker){.c = c, .fill = fill, .from = 10000u * (uint32_t)(i + 1)};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
 	ruda_client_close(c);
 }
 END_TEST
