@@ -1047,8 +1047,6 @@ static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
 		.value = w->settled_ok ? st->last_value : RUDA_ARENA_SYNC_REPLY_ONLY,
 	};
 	ruda_arena_sync_write(ruda__arena_header(s->arena), &e);
-	/* a client already asleep on the page looks at its slot again */
-	ruda__progress_kick(&s->device->progress);
 	ruda__stream_wait(st, &w->base);
 }
 

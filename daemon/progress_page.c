@@ -2,11 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -55,13 +52,4 @@ void ruda__progress_finish(struct ruda_progress *p)
 int ruda__progress_dup(const struct ruda_progress *p)
 {
 	return p->fd >= 0 ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
-}
-
-void ruda__progress_kick(struct ruda_progress *p)
-{
-	if (!p->page)
-		return;
-	atomic_fetch_add_explicit(&p->page->seq, 1, memory_order_seq_cst);
-	/* shared (no FUTEX_PRIVATE_FLAG): the waiters are other processes */
-	syscall(SYS_futex, &p->page->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }

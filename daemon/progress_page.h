@@ -22,27 +22,19 @@ void ruda__progress_finish(struct ruda_progress *p);
 /* A descriptor to pass to a client (the caller's), or -1. */
 int ruda__progress_dup(const struct ruda_progress *p);
 
-/* Wake the clients sleeping on the page: something they watch changed
- * (any thread). */
-void ruda__progress_kick(struct ruda_progress *p);
-
 /* Queue `queue` has completed timeline value `value` (completion thread). */
 static inline void ruda__progress_completed(struct ruda_progress *p, uint32_t queue,
 					    uint64_t value)
 {
-	if (p->page && queue < RUDA_PROGRESS_QUEUES) {
+	if (p->page && queue < RUDA_PROGRESS_QUEUES)
 		atomic_store_explicit(&p->page->completed[queue], value, memory_order_release);
-		ruda__progress_kick(p);
-	}
 }
 
 /* The device failed: clients must wait for replies from now on. */
 static inline void ruda__progress_failed(struct ruda_progress *p)
 {
-	if (p->page) {
+	if (p->page)
 		atomic_store_explicit(&p->page->failed, 1, memory_order_seq_cst);
-		ruda__progress_kick(p);
-	}
 }
 
 #endif

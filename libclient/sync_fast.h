@@ -17,13 +17,11 @@
 
 struct ruda_sync_fast {
 	const struct ruda_progress_page *page; /* NULL: every sync waits for its reply */
-	uint64_t spin_ns; /* how long a sync watches, yielding, before it sleeps */
-	uint64_t sleep_ns; /* then how long it sleeps on the page before the reply */
+	uint64_t spin_ns; /* how long a sync watches before it blocks */
 };
 
 /* Map the progress page passed at Hello (the fd stays the caller's). The
- * environment's RUDA_SYNC_SPIN_US sets the watch and RUDA_SYNC_SLEEP_MS the
- * sleep on the page after it (both 0 turn fast sync off).
+ * environment's RUDA_SYNC_SPIN_US sets the watch (0 turns it off).
  * Returns 0, or -1 when the page is unusable (the client works without). */
 int ruda__sync_fast_init(struct ruda_sync_fast *f, int fd);
 void ruda__sync_fast_finish(struct ruda_sync_fast *f);

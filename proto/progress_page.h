@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define RUDA_PROGRESS_MAGIC 0x50445552u /* "RUDP" */
-#define RUDA_PROGRESS_VERSION 2u
+#define RUDA_PROGRESS_VERSION 1u
 #define RUDA_PROGRESS_PAGE_SIZE 4096u
 #define RUDA_PROGRESS_QUEUES 64u
 
@@ -26,11 +26,6 @@ struct ruda_progress_page {
 	 * later `completed` value is stored */
 	_Atomic uint32_t failed;
 	uint32_t queues; /* entries of `completed` in use */
-	/* bumped after every change a waiting client may be waiting for (a
-	 * completion, the failure, a sync slot written), each bump followed by
-	 * FUTEX_WAKE on this word: a client that has watched long enough
-	 * sleeps in FUTEX_WAIT on it (a shared futex: the page is a memfd) */
-	_Atomic uint32_t seq;
 	/* the timeline value each queue has completed */
 	_Atomic uint64_t completed[RUDA_PROGRESS_QUEUES];
 };

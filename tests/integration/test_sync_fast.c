@@ -6,9 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../proto/arena_header.h"
@@ -232,77 +230,12 @@ START_TEST(threads_of_one_client)
 }
 END_TEST
 
-/* A thread asleep in FUTEX_WAIT on the page's seq (a separate process's
- * mapping, read-only) is woken by rudad when it writes the sync's slot.
- * (Completions wake sleepers too: sleep_without_watch hangs otherwise.) */
-struct sleeper {
-	const struct ruda_progress_page *page;
-	uint32_t seen;
-	long rc;
-	int err;
-};
-
-static void *sleeper_main(void *arg)
-{
-	struct sleeper *z = arg;
-	struct timespec limit = {10, 0}; /* a test failure, not a hang */
-	z->rc = syscall(SYS_futex, &z->page->seq, FUTEX_WAIT, z->seen, &limit, NULL, 0);
-	z->err = errno;
-	return NULL;
-}
-
-START_TEST(page_wakes_sleepers)
-{
-	struct raw_session r;
-	raw_open(&r);
-	struct sleeper z = {.page = r.page, .seen = atomic_load(&r.page->seq)};
-	pthread_t t;
-	ck_assert_int_eq(pthread_create(&t, NULL, sleeper_main, &z), 0);
-	usleep(50000); /* asleep by now, in the usual case; if not, EAGAIN */
-	ck_assert_int_eq(raw_sync(&r, 9), RUDA_OK);
-	pthread_join(t, NULL);
-	ck_assert_msg(z.rc == 0 || z.err == EAGAIN, "FUTEX_WAIT: rc %ld errno %d", z.rc, z.err);
-	ck_assert_uint_ge(atomic_load(&r.page->seq) - z.seen, 1);
-	raw_close(&r);
-}
-END_TEST
-
-/* No watch at all, only the sleep on the page, for up to a minute: every
- * sync still covers the work before it, from one thread and from several,
- * and none sleeps its minute out (the suite's timeout would fail it): rudad
- * wakes sleepers at every completion and slot it writes. */
-START_TEST(sleep_without_watch)
-{
-	setenv("RUDA_SYNC_SPIN_US", "0", 1);
-	setenv("RUDA_SYNC_SLEEP_MS", "60000", 1);
-	ruda_client *c = test_connect(&daemon_, "sync_fast_sleep");
-	unsetenv("RUDA_SYNC_SPIN_US");
-	unsetenv("RUDA_SYNC_SLEEP_MS");
-	ruda_kernel fill = test_register(c, "fill", 1, 8);
-	ruda_handle h;
-	ck_assert_int_eq(ruda_client_empty(c, 4096 * 4u, &h), RUDA_OK);
-	fill_sync_read(c, fill, h, 4096, 1, 100);
-	pthread_t t[3];
-	struct worker w[3];
-	for (int i = 0; i < 3; i++) {
-		w[i] = (struct worker){.c = c, .fill = fill, .from = 10000u * (uint32_t)(i + 1)};
-		ck_assert_int_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
-	}
-	for (int i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
-	ruda_client_close(c);
-}
-END_TEST
-
-/* With the watch and the sleep off every sync waits for its reply, and
- * works the same. */
+/* With the watch off every sync waits for its reply, and works the same. */
 START_TEST(watch_off)
 {
 	setenv("RUDA_SYNC_SPIN_US", "0", 1);
-	setenv("RUDA_SYNC_SLEEP_MS", "0", 1);
 	ruda_client *c = test_connect(&daemon_, "sync_fast_off");
 	unsetenv("RUDA_SYNC_SPIN_US");
-	unsetenv("RUDA_SYNC_SLEEP_MS");
 	ruda_kernel fill = test_register(c, "fill", 1, 8);
 	ruda_handle h;
 	ck_assert_int_eq(ruda_client_empty(c, 4096, &h), RUDA_OK);
@@ -339,8 +272,6 @@ static Suite *suite(void)
 	tcase_add_test(tc, sync_with_an_error_waits_for_the_reply);
 	tcase_add_test(tc, sync_covers_the_work_before_it);
 	tcase_add_test(tc, threads_of_one_client);
-	tcase_add_test(tc, page_wakes_sleepers);
-	tcase_add_test(tc, sleep_without_watch);
 	tcase_add_test(tc, watch_off);
 	suite_add_tcase(s, tc);
 	TCase *faults = tcase_create("faults"); /* starts its own rudad */
