@@ -26,6 +26,14 @@ struct to_client_waiter {
 	ruda_status error;
 };
 
+/* Whether a new buffer of `size` bytes has bytes past them in its last
+ * word (buffers are made whole words), which a copy of `size` leaves as
+ * they were. */
+static int has_tail(uint64_t size)
+{
+	return size == 0 || (size & 3) != 0;
+}
+
 static void reply(struct to_client_waiter *w, ruda_status status, const char *why)
 {
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
@@ -120,6 +128,12 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		waiter_free(w);
 		return;
+	}
+	if (has_tail(w->size)) {
+		/* the word the copy does not reach may hold another client's
+		 * bytes: zero it first */
+		vkCmdFillBuffer(sub->cmd, w->dst->vk, w->size & ~(uint64_t)3, VK_WHOLE_SIZE, 0);
+		ruda__record_barrier(sub->cmd);
 	}
 	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
 	if (w->size)
@@ -353,6 +367,13 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		w->staging = ruda__host_staging_cached(packed, devices, 2);
 		if (!w->staging)
 			st = ruda__buffer_create(s->device, packed ? packed : 1, &w->tmp);
+	}
+	if (st == RUDA_OK && !w->staging && !w->tmp && has_tail(packed)) {
+		/* the copy below goes straight into the new buffer: zero the
+		 * word it does not reach first (it may hold another client's
+		 * bytes); the stream records the fill before the copy */
+		ruda__stream_zero(s->current, w->dst);
+		w->dst->zero_from = packed & ~(uint64_t)3;
 	}
 	VkBuffer into = VK_NULL_HANDLE;
 	if (st == RUDA_OK) {
