@@ -70,11 +70,3 @@ void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void 
 		release(arg);
 	}
 }
-
-unsigned ruda__deferred_free_pending(struct ruda_deferred_free *f)
-{
-	pthread_mutex_lock(&f->lock);
-	unsigned n = f->pending;
-	pthread_mutex_unlock(&f->lock);
-	return n;
-}

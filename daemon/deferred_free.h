@@ -30,7 +30,4 @@ void ruda__deferred_free_finish(struct ruda_deferred_free *f);
 void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void *arg),
 			     void *arg);
 
-/* Frees queued and not yet run. */
-unsigned ruda__deferred_free_pending(struct ruda_deferred_free *f);
-
 #endif

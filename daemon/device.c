@@ -196,22 +196,15 @@ static void publish_completed(struct ruda_device *d, uint64_t value)
 	uv_async_send(&d->async);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Poll the timeline until it reaches `want` or `spin_ns` pass; what it
  * reached. */
 static uint64_t spin_on_timeline(struct ruda_device *d, uint64_t want, uint64_t seen)
 {
-	uint64_t until = mono_ns() + d->spin_ns;
+	uint64_t until = uv_hrtime() + d->spin_ns;
 	while (seen < want) {
 		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &seen) != VK_SUCCESS)
 			break;
-		if (seen >= want || mono_ns() >= until)
+		if (seen >= want || uv_hrtime() >= until)
 			break;
 		sched_yield();
 	}
@@ -225,8 +218,8 @@ static void spin_for_work(struct ruda_device *d, uint64_t done)
 {
 	if (!d->spin_ns)
 		return;
-	uint64_t until = mono_ns() + d->spin_ns;
-	while (atomic_load(&d->target) <= done && mono_ns() < until)
+	uint64_t until = uv_hrtime() + d->spin_ns;
+	while (atomic_load(&d->target) <= done && uv_hrtime() < until)
 		sched_yield();
 }
 
