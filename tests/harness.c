@@ -29,6 +29,50 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+static int fork_ready_fd = -1; /* in a test_fork_client child */
+
+void test_fork_ready(void)
+{
+	if (fork_ready_fd < 0)
+		return;
+	if (write(fork_ready_fd, "x", 1) != 1)
+		_exit(1);
+	close(fork_ready_fd);
+	fork_ready_fd = -1;
+}
+
+pid_t test_fork_client(const struct test_daemon *d, const char *name,
+		       int (*work)(ruda_client *c, void *arg), void *arg)
+{
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(ready[0]);
+		fork_ready_fd = ready[1];
+		ruda_connect_options o = {.socket_path = d->socket_path, .client_name = name};
+		ruda_client *c;
+		if (ruda_client_connect(&o, &c) != RUDA_OK || work(c, arg) != 0)
+			_exit(1);
+		test_fork_ready();
+		pause();
+		_exit(0);
+	}
+	close(ready[1]); /* a child that dies early reads as end of file */
+	char x;
+	ck_assert_msg(read(ready[0], &x, 1) == 1, "the forked client %s failed before it was ready",
+		      name);
+	close(ready[0]);
+	return pid;
+}
+
+void test_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 const char *test_build_path(const char *rel)
 {
 	static char path[512];

@@ -36,6 +36,18 @@ int test_daemon_alive(const struct test_daemon *d);
 /* Connect a libruda client to the test daemon; aborts on failure. */
 ruda_client *test_connect(const struct test_daemon *d, const char *name);
 
+/* A client in a process of its own, to be killed: the child connects to
+ * `d` as `name`, runs `work` (nonzero: it exits 1), says it is ready and
+ * waits to be killed. A `work` that never returns calls test_fork_ready
+ * itself first. Returns the child's pid once it is ready; aborts if it died
+ * before. */
+pid_t test_fork_client(const struct test_daemon *d, const char *name,
+		       int (*work)(ruda_client *c, void *arg), void *arg);
+/* In a test_fork_client child: tell the parent it is ready (once). */
+void test_fork_ready(void);
+/* SIGKILL `pid` and reap it. */
+void test_kill(pid_t pid);
+
 /* Path of a built file: RUDA_BUILD_DIR "/" rel. */
 const char *test_build_path(const char *rel);
 /* Read build/shaders/<name>.spv, or build/<name>.spv when `name` has a

@@ -2,11 +2,9 @@
  * bounds-checked launches, with several clients. */
 #include <check.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -128,32 +126,19 @@ START_TEST(exclusive_times_out)
 }
 END_TEST
 
+static int take_the_device(ruda_client *c, void *arg)
+{
+	(void)arg;
+	return ruda_client_exclusive_begin(c, 60000) != RUDA_OK;
+}
+
 /* A holder that dies frees the device for everyone else. */
 START_TEST(exclusive_holder_killed)
 {
-	int ready[2];
-	ck_assert_int_eq(pipe(ready), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		ruda_connect_options o = {.socket_path = daemon_.socket_path};
-		ruda_client *c;
-		if (ruda_client_connect(&o, &c) != RUDA_OK ||
-		    ruda_client_exclusive_begin(c, 60000) != RUDA_OK)
-			_exit(1);
-		if (write(ready[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(ready[1]); /* a child that dies early reads as end of file */
-	char x;
-	ck_assert_int_eq(read(ready[0], &x, 1), 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	test_kill(test_fork_client(&daemon_, "holder", take_the_device, NULL));
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK); /* not 60 s later */
 	busy_work(client, 256, 1);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
-	close(ready[0]);
 }
 END_TEST
 

@@ -1,9 +1,7 @@
 /* Graphs: launches captured once, replayed with one request each. */
 #include <check.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -328,50 +326,42 @@ START_TEST(release_while_replaying)
 }
 END_TEST
 
+/* A graph of 50 saxpys replayed 200 times, one capture left open, then
+ * replays until the process is killed. */
+static int replay_until_killed(ruda_client *c, void *arg)
+{
+	(void)arg;
+	ruda_kernel sx = test_register(c, "saxpy", 2, 8);
+	ruda_handle h[3];
+	make_buffers(c, h);
+	ruda_graph *graph;
+	if (ruda_client_graph_start_capture(c) != RUDA_OK)
+		return 1;
+	for (int i = 0; i < 50; i++)
+		saxpy(c, sx, h[0], h[1], 1.0f);
+	if (ruda_client_graph_stop_capture(c, &graph) != RUDA_OK)
+		return 1;
+	/* and one capture left open */
+	ruda_client_set_stream(c, 2);
+	if (ruda_client_graph_start_capture(c) != RUDA_OK)
+		return 1;
+	saxpy(c, sx, h[0], h[2], 1.0f);
+	ruda_client_set_stream(c, 0);
+	for (int r = 0; r < 200; r++)
+		ruda_graph_replay(graph);
+	ruda_client_flush(c);
+	test_fork_ready();
+	for (;;)
+		ruda_graph_replay(graph);
+}
+
 /* A client killed with replays in flight and graphs alive leaves nothing
  * behind, and everyone else carries on. */
 START_TEST(killed_while_replaying)
 {
 	ruda_daemon_stats base;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
-	int ready[2];
-	ck_assert_int_eq(pipe(ready), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		ruda_connect_options o = {.socket_path = daemon_.socket_path};
-		ruda_client *c;
-		if (ruda_client_connect(&o, &c) != RUDA_OK)
-			_exit(1);
-		ruda_kernel sx = test_register(c, "saxpy", 2, 8);
-		ruda_handle h[3];
-		make_buffers(c, h);
-		ruda_graph *graph;
-		if (ruda_client_graph_start_capture(c) != RUDA_OK)
-			_exit(1);
-		for (int i = 0; i < 50; i++)
-			saxpy(c, sx, h[0], h[1], 1.0f);
-		if (ruda_client_graph_stop_capture(c, &graph) != RUDA_OK)
-			_exit(1);
-		/* and one capture left open */
-		ruda_client_set_stream(c, 2);
-		if (ruda_client_graph_start_capture(c) != RUDA_OK)
-			_exit(1);
-		saxpy(c, sx, h[0], h[2], 1.0f);
-		ruda_client_set_stream(c, 0);
-		for (int r = 0; r < 200; r++)
-			ruda_graph_replay(graph);
-		ruda_client_flush(c);
-		if (write(ready[1], "x", 1) != 1)
-			_exit(1);
-		for (;;)
-			ruda_graph_replay(graph); /* until killed */
-	}
-	close(ready[1]);
-	char x;
-	ck_assert_int_eq(read(ready[0], &x, 1), 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	close(ready[0]);
+	test_kill(test_fork_client(&daemon_, "replaying", replay_until_killed, NULL));
 	ruda_daemon_stats after = test_wait_for_stats(client, 1, base.device_bytes);
 	ck_assert_uint_eq(after.sessions, 1);
 	ck_assert_uint_eq(after.device_bytes, base.device_bytes);

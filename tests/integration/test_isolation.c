@@ -5,11 +5,9 @@
  * "Isolation between clients" and "Freeing". */
 #include <check.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -126,42 +124,32 @@ START_TEST(empty_after_close_reads_zeros)
 }
 END_TEST
 
+/* Every size allocated with empty and written with the pattern, synced. */
+static int write_the_pattern(ruda_client *c, void *arg)
+{
+	(void)arg;
+	static uint8_t data[DEDICATED_SIZE];
+	memset(data, PATTERN, sizeof(data));
+	for (size_t i = 0; i <= NSHARED; i++) {
+		ruda_handle h;
+		size_t size = i < NSHARED ? shared_sizes[i] : DEDICATED_SIZE;
+		if (ruda_client_empty(c, size, &h) != RUDA_OK ||
+		    ruda_client_write(c, h, 0, data, size) != RUDA_OK)
+			return 1;
+	}
+	return ruda_client_sync(c) != RUDA_OK;
+}
+
 /* The other client is killed holding its buffers. */
 START_TEST(empty_after_kill_reads_zeros)
 {
 	ruda_daemon_stats base;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
-	int ready[2];
-	ck_assert_int_eq(pipe(ready), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		ruda_connect_options o = {.socket_path = daemon_.socket_path};
-		ruda_client *c;
-		if (ruda_client_connect(&o, &c) != RUDA_OK)
-			_exit(1);
-		static uint8_t data[DEDICATED_SIZE];
-		memset(data, PATTERN, sizeof(data));
-		for (size_t i = 0; i <= NSHARED; i++) {
-			ruda_handle h;
-			size_t size = i < NSHARED ? shared_sizes[i] : DEDICATED_SIZE;
-			if (ruda_client_empty(c, size, &h) != RUDA_OK ||
-			    ruda_client_write(c, h, 0, data, size) != RUDA_OK)
-				_exit(1);
-		}
-		if (ruda_client_sync(c) != RUDA_OK || write(ready[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(ready[1]);
-	char x;
-	ck_assert_int_eq(read(ready[0], &x, 1), 1);
-	close(ready[0]);
+	pid_t pid = test_fork_client(&daemon_, "killed", write_the_pattern, NULL);
 	ruda_daemon_stats held;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &held), RUDA_OK);
 	ck_assert_uint_eq(held.device_buffers, base.device_buffers + NSHARED + 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	test_kill(pid);
 	ruda_daemon_stats after = test_wait_for_stats(client, 1, base.device_bytes);
 	ck_assert_uint_eq(after.device_buffers, base.device_buffers);
 	expect_zeros_where_pattern_was();

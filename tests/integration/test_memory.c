@@ -3,10 +3,8 @@
 #include <check.h>
 #include <stdatomic.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -160,6 +158,18 @@ START_TEST(cleanup_gives_pages_back)
 }
 END_TEST
 
+static int allocate_some(ruda_client *c, void *arg)
+{
+	(void)arg;
+	static uint8_t data[10 * 8192] = {1};
+	ruda_handle h;
+	for (int i = 0; i < 10; i++)
+		ruda_client_create(c, data, 8192 * (size_t)(i + 1), &h);
+	ruda_client_empty(c, 3u << 20, &h);
+	ruda_client_sync(c);
+	return 0;
+}
+
 /* 100 clients that allocate and are killed leave memory and fds as they
  * were. */
 START_TEST(back_to_baseline_after_kills)
@@ -167,33 +177,8 @@ START_TEST(back_to_baseline_after_kills)
 	ruda_daemon_stats base;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	int fds = test_settled_fds(daemon_.pid);
-	for (int round = 0; round < 100; round++) {
-		int ready[2];
-		ck_assert_int_eq(pipe(ready), 0);
-		pid_t pid = fork();
-		if (pid == 0) {
-			ruda_connect_options o = {.socket_path = daemon_.socket_path};
-			ruda_client *c;
-			if (ruda_client_connect(&o, &c) != RUDA_OK)
-				_exit(1);
-			static uint8_t data[10 * 8192] = {1};
-			ruda_handle h;
-			for (int i = 0; i < 10; i++)
-				ruda_client_create(c, data, 8192 * (size_t)(i + 1), &h);
-			ruda_client_empty(c, 3u << 20, &h);
-			ruda_client_sync(c);
-			if (write(ready[1], "x", 1) != 1)
-				_exit(1);
-			pause();
-			_exit(0);
-		}
-		close(ready[1]); /* a child that dies early reads as end of file */
-		char x;
-		ck_assert_int_eq(read(ready[0], &x, 1), 1);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(ready[0]);
-	}
+	for (int round = 0; round < 100; round++)
+		test_kill(test_fork_client(&daemon_, "victim", allocate_some, NULL));
 	ruda_daemon_stats after = test_wait_for_stats(client, 1, base.device_bytes);
 	ck_assert_uint_eq(after.sessions, 1);
 	ck_assert_uint_eq(after.device_bytes, base.device_bytes);

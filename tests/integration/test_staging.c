@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -416,6 +414,23 @@ START_TEST(staging_quota_refused_and_given_back)
 }
 END_TEST
 
+/* Four regions of 2 MiB; killed right after the attaches' replies: on odd
+ * rounds (*arg) before their imports are awaited, on even ones after. */
+static int hold_four_regions(ruda_client *c, void *arg)
+{
+	int round = *(const int *)arg;
+	ruda_staging r[4];
+	for (int k = 0; k < 4; k++)
+		if (ruda_client_staging_create(c, 2u << 20, &r[k]) != RUDA_OK)
+			return 1;
+	if (round % 2 == 0) {
+		ruda_handle h;
+		ruda_client_create_from_staging(c, &r[3], 0, 1u << 20, &h);
+		ruda_client_sync(c);
+	}
+	return 0;
+}
+
 /* A client killed while holding regions (and while their imports may still
  * run) gives its bytes back: another client can then attach as much. */
 START_TEST(staging_uncharged_when_killed)
@@ -424,37 +439,9 @@ START_TEST(staging_uncharged_when_killed)
 	const char *args[] = {"--set", "max_staging_per_uid=8M", NULL};
 	test_daemon_start(&d, args);
 	for (int round = 0; round < 10; round++) {
-		int ready[2];
-		ck_assert_int_eq(pipe(ready), 0);
-		pid_t pid = fork();
-		if (pid == 0) {
-			ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "victim"};
-			ruda_client *c;
-			if (ruda_client_connect(&o, &c) != RUDA_OK)
-				_exit(1);
-			ruda_staging r[4];
-			for (int k = 0; k < 4; k++)
-				if (ruda_client_staging_create(c, 2u << 20, &r[k]) != RUDA_OK)
-					_exit(1);
-			/* killed right after the attaches' replies: on odd rounds
-			 * before their imports are awaited, on even ones after */
-			if (round % 2 == 0) {
-				ruda_handle h;
-				ruda_client_create_from_staging(c, &r[3], 0, 1u << 20, &h);
-				ruda_client_sync(c);
-			}
-			if (write(ready[1], "x", 1) != 1)
-				_exit(1);
-			pause();
-			_exit(0);
-		}
-		close(ready[1]);
-		char x;
-		ck_assert_int_eq(read(ready[0], &x, 1), 1);
+		pid_t pid = test_fork_client(&d, "victim", hold_four_regions, &round);
 		ck_assert_uint_eq(admin_totals(&d).bytes, 8u << 20);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(ready[0]);
+		test_kill(pid);
 		ck_assert_uint_eq(wait_for_staging(&d, 0).regions, 0);
 	}
 	/* all 8 MiB may be attached again */
