@@ -26,6 +26,18 @@ static void verify(const void *got, const void *want, uint64_t size, const char 
 		    (unsigned long long)size);
 }
 
+/* Read buffer `h` of a staging create into `dst` (cleared first) and check
+ * it holds `src`'s bytes. */
+static void read_back(ruda_client *c, ruda_handle h, const ruda_staging *dst,
+		      const ruda_staging *src, uint64_t size, const char *how, const char *name)
+{
+	char what[96];
+	memset(dst->data, 0, size);
+	ok(c, ruda_client_read_to_staging(c, h, dst, 0), "read back");
+	snprintf(what, sizeof(what), "%s of %s", how, name);
+	verify(dst->data, src->data, size, what);
+}
+
 static void *page_aligned(uint64_t size)
 {
 	void *p = NULL;
@@ -57,10 +69,7 @@ static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *
 			ok(c, ruda_client_sync(c), "sync after create_from_staging");
 			double t1 = bench_now();
 			if (r == -warm || r == reps - 1) {
-				memset(dst.data, 0, size);
-				ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read back");
-				snprintf(what, sizeof(what), "rudad staging create of %s", name);
-				verify(dst.data, src.data, size, what);
+				read_back(c, h, &dst, &src, size, "rudad staging create", name);
 			}
 			/* freed before the next timing starts, as the in-process
 			 * side frees its buffer outside its timing */
@@ -84,10 +93,7 @@ static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *
 			ok(c, ruda_client_sync(c), "sync after write_from_staging");
 			double t2_ = bench_now();
 			if (r == -warm || r == reps - 1) {
-				memset(dst.data, 0, size);
-				ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read back");
-				snprintf(what, sizeof(what), "rudad staging empty + write of %s", name);
-				verify(dst.data, src.data, size, what);
+				read_back(c, h, &dst, &src, size, "rudad staging empty + write", name);
 			}
 			ok(c, ruda_client_release(c, h), "release");
 			ok(c, ruda_client_sync(c), "sync after release");
