@@ -215,9 +215,9 @@ check: deps
 # speed, only on wrong results. tests/bench/README.md says what is measured.
 
 BENCH_DIR := $(BUILD)/bench
-BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority
+BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement
 BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c \
-	tests/bench/queue_priority.c,$(wildcard tests/bench/*.c))
+	tests/bench/queue_priority.c tests/bench/copy_placement.c,$(wildcard tests/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_ARGS ?=
 
@@ -235,7 +235,7 @@ $(BENCH_DIR)/bench: $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
 
 # plain Vulkan and nothing else: what a program without rudad loads; and
 # what a device does with queue priorities
-$(BENCH_DIR)/first_vk $(BENCH_DIR)/queue_priority: $(BENCH_DIR)/%: tests/bench/%.c
+$(BENCH_DIR)/first_vk $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
 		-o $@ $< $(call pc,--libs,vulkan)

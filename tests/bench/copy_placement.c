@@ -1,0 +1,421 @@
+/*
+ * copy_placement: does the speed of a big copy or saxpy depend on where its
+ * buffers lie? The kernels bench saw the copy kernel at the device's speed
+ * in some rounds and at half of it in others, a whole round at a time, in
+ * rudad and (for saxpy) in-process alike. This probe, in one process and
+ * without rudad, times the same kernels (shaders/copy.comp, saxpy.comp,
+ * one barrier before each dispatch as rudad records them) over:
+ *
+ *   pairs    PAIRS pairs of fresh 1 GiB allocations, all kept alive, each
+ *            pair timed with its own two buffers (and their GPU addresses)
+ *   crossed  the copy from pair i's source into pair j's destination
+ *   offsets  one allocation holding both buffers, the destination at
+ *            1 GiB + delta from the source, for several deltas
+ *
+ * Usage: copy_placement SHADER_DIR [DEVICE_INDEX [MIB]] (buffers of MIB
+ * MiB, 1024 by default; lavapipe wants 16 or so). Prints GB/s of device
+ * traffic (copy: read + write; saxpy: two reads and a write an element).
+ * docs/performance.md ("Kernel speed") quotes it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <vulkan/vulkan.h>
+
+#define GiB (1024ull * 1024ull * 1024ull)
+
+static VkDeviceSize buffer_size = GiB; /* of each buffer */
+#define PAIRS 6
+#define LAUNCHES 50
+#define REPS 5
+
+#define VK(call)                                                                   \
+	do {                                                                       \
+		VkResult r_ = (call);                                              \
+		if (r_ != VK_SUCCESS) {                                            \
+			fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #call, r_); \
+			exit(1);                                                   \
+		}                                                                  \
+	} while (0)
+
+struct kernel {
+	VkShaderModule module;
+	VkDescriptorSetLayout set_layout;
+	VkPipelineLayout layout;
+	VkPipeline pipeline;
+};
+
+struct probe {
+	VkPhysicalDevice physical;
+	VkDevice dev;
+	VkQueue queue;
+	VkCommandPool pool;
+	VkCommandBuffer cmd;
+	VkFence fence;
+	uint32_t memory_type;
+	struct kernel copy, saxpy;
+	PFN_vkCmdPushDescriptorSetKHR push_descriptor;
+};
+
+/* a buffer bound at `offset` of `memory` (its own when offset is ~0) */
+struct buffer {
+	VkBuffer vk;
+	VkDeviceMemory memory;
+	int owns_memory;
+	VkDeviceAddress address;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static uint32_t *read_spirv(const char *dir, const char *name, size_t *size)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "cannot open %s\n", path);
+		exit(1);
+	}
+	fseek(f, 0, SEEK_END);
+	*size = (size_t)ftell(f);
+	rewind(f);
+	uint32_t *words = malloc(*size);
+	if (!words || fread(words, 1, *size, f) != *size)
+		exit(1);
+	fclose(f);
+	return words;
+}
+
+static void make_kernel(struct probe *p, const char *dir, const char *name, uint32_t push,
+			struct kernel *k)
+{
+	size_t size;
+	uint32_t *code = read_spirv(dir, name, &size);
+	VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+				       .codeSize = size, .pCode = code};
+	VK(vkCreateShaderModule(p->dev, &mi, NULL, &k->module));
+	free(code);
+	VkDescriptorSetLayoutBinding b[2];
+	for (uint32_t i = 0; i < 2; i++)
+		b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+						      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+						      .descriptorCount = 1,
+						      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+	VkDescriptorSetLayoutCreateInfo si = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+		.bindingCount = 2,
+		.pBindings = b};
+	VK(vkCreateDescriptorSetLayout(p->dev, &si, NULL, &k->set_layout));
+	VkPushConstantRange range = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = push};
+	VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+					 .setLayoutCount = 1,
+					 .pSetLayouts = &k->set_layout,
+					 .pushConstantRangeCount = 1,
+					 .pPushConstantRanges = &range};
+	VK(vkCreatePipelineLayout(p->dev, &li, NULL, &k->layout));
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			  .module = k->module,
+			  .pName = "main"},
+		.layout = k->layout};
+	VK(vkCreateComputePipelines(p->dev, VK_NULL_HANDLE, 1, &ci, NULL, &k->pipeline));
+}
+
+static void destroy_kernel(struct probe *p, struct kernel *k)
+{
+	vkDestroyPipeline(p->dev, k->pipeline, NULL);
+	vkDestroyPipelineLayout(p->dev, k->layout, NULL);
+	vkDestroyDescriptorSetLayout(p->dev, k->set_layout, NULL);
+	vkDestroyShaderModule(p->dev, k->module, NULL);
+}
+
+static VkDeviceMemory allocate(struct probe *p, VkDeviceSize size)
+{
+	VkMemoryAllocateFlagsInfo flags = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+					   .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
+	VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+				   .pNext = &flags,
+				   .allocationSize = size,
+				   .memoryTypeIndex = p->memory_type};
+	VkDeviceMemory memory;
+	VK(vkAllocateMemory(p->dev, &ai, NULL, &memory));
+	return memory;
+}
+
+/* A buffer of `size` in `memory` at `offset`, or in memory of its own. */
+static struct buffer make_buffer(struct probe *p, VkDeviceMemory memory, VkDeviceSize offset)
+{
+	struct buffer b = {.memory = memory};
+	VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+				 .size = buffer_size,
+				 .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+					  VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+					  VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT};
+	VK(vkCreateBuffer(p->dev, &bi, NULL, &b.vk));
+	if (!memory) {
+		VkMemoryRequirements req;
+		vkGetBufferMemoryRequirements(p->dev, b.vk, &req);
+		b.memory = allocate(p, req.size);
+		b.owns_memory = 1;
+		offset = 0;
+	}
+	VK(vkBindBufferMemory(p->dev, b.vk, b.memory, offset));
+	VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+					.buffer = b.vk};
+	b.address = vkGetBufferDeviceAddress(p->dev, &ai);
+	return b;
+}
+
+static void destroy_buffer(struct probe *p, struct buffer *b)
+{
+	vkDestroyBuffer(p->dev, b->vk, NULL);
+	if (b->owns_memory)
+		vkFreeMemory(p->dev, b->memory, NULL);
+}
+
+static void run(struct probe *p)
+{
+	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+			   .commandBufferCount = 1,
+			   .pCommandBuffers = &p->cmd};
+	VK(vkQueueSubmit(p->queue, 1, &si, p->fence));
+	VK(vkWaitForFences(p->dev, 1, &p->fence, VK_TRUE, 60ull * 1000 * 1000 * 1000));
+	VK(vkResetFences(p->dev, 1, &p->fence));
+}
+
+/* `n` dispatches of `k` over a and b, each after a barrier as rudad records
+ * them, submitted once; seconds. */
+static double dispatches(struct probe *p, const struct kernel *k, const struct buffer *a,
+			 const struct buffer *b, const void *push, uint32_t push_size, int n)
+{
+	/* one invocation an item, at most 65535 groups of 256 (the bench's grid) */
+	uint64_t items = *(const uint32_t *)push ? *(const uint32_t *)push : 1;
+	if (push_size == 8)
+		items = ((const uint32_t *)push)[1];
+	uint32_t groups = items / 256 < 65535 ? (uint32_t)((items + 255) / 256) : 65535;
+	VK(vkResetCommandPool(p->dev, p->pool, 0));
+	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+				       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+	VK(vkBeginCommandBuffer(p->cmd, &bi));
+	VkDescriptorBufferInfo infos[2] = {{.buffer = a->vk, .range = buffer_size},
+					   {.buffer = b->vk, .range = buffer_size}};
+	VkWriteDescriptorSet writes[2];
+	for (uint32_t i = 0; i < 2; i++)
+		writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+						   .dstBinding = i,
+						   .descriptorCount = 1,
+						   .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+						   .pBufferInfo = &infos[i]};
+	VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+				   .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+				   .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+	for (int i = 0; i < n; i++) {
+		vkCmdPipelineBarrier(p->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+				     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
+				     NULL);
+		vkCmdBindPipeline(p->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+		p->push_descriptor(p->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 2, writes);
+		vkCmdPushConstants(p->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size,
+				   push);
+		vkCmdDispatch(p->cmd, groups, 1, 1);
+	}
+	VK(vkEndCommandBuffer(p->cmd));
+	double t0 = now_s();
+	run(p);
+	return now_s() - t0;
+}
+
+/* TB/s of a kernel over (a, b): the median of REPS runs of LAUNCHES. */
+static double speed(struct probe *p, int saxpy, const struct buffer *a, const struct buffer *b)
+{
+	uint32_t copy_push = (uint32_t)(buffer_size / 16);
+	struct { float alpha; uint32_t n; } saxpy_push = {1.0f, (uint32_t)(buffer_size / 4)};
+	const struct kernel *k = saxpy ? &p->saxpy : &p->copy;
+	const void *push = saxpy ? (const void *)&saxpy_push : (const void *)&copy_push;
+	uint32_t push_size = saxpy ? sizeof(saxpy_push) : sizeof(copy_push);
+	double t[REPS];
+	dispatches(p, k, a, b, push, push_size, 1); /* first touch, warm-up */
+	for (int i = 0; i < REPS; i++)
+		t[i] = dispatches(p, k, a, b, push, push_size, LAUNCHES);
+	qsort(t, REPS, sizeof(*t), cmp_double);
+	return (saxpy ? 3.0 : 2.0) * (double)buffer_size * LAUNCHES / t[REPS / 2] / 1e9;
+}
+
+static void open_probe(VkPhysicalDevice pd, const char *dir, struct probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->physical = pd;
+	uint32_t nf = 0;
+	vkGetPhysicalDeviceQueueFamilyProperties(pd, &nf, NULL);
+	VkQueueFamilyProperties fam[32];
+	if (nf > 32)
+		nf = 32;
+	vkGetPhysicalDeviceQueueFamilyProperties(pd, &nf, fam);
+	uint32_t family = 0;
+	while (family < nf && !(fam[family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+		family++;
+	float priority = 1.0f;
+	VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+				      .queueFamilyIndex = family,
+				      .queueCount = 1,
+				      .pQueuePriorities = &priority};
+	VkPhysicalDeviceVulkan12Features f12 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+		.bufferDeviceAddress = VK_TRUE};
+	const char *ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+	VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+				 .pNext = &f12,
+				 .queueCreateInfoCount = 1,
+				 .pQueueCreateInfos = &qi,
+				 .enabledExtensionCount = 1,
+				 .ppEnabledExtensionNames = &ext};
+	VK(vkCreateDevice(pd, &di, NULL, &p->dev));
+	p->push_descriptor = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
+		p->dev, "vkCmdPushDescriptorSetKHR");
+	vkGetDeviceQueue(p->dev, family, 0, &p->queue);
+	VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+				      .queueFamilyIndex = family};
+	VK(vkCreateCommandPool(p->dev, &pi, NULL, &p->pool));
+	VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+					  .commandPool = p->pool,
+					  .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+					  .commandBufferCount = 1};
+	VK(vkAllocateCommandBuffers(p->dev, &ai, &p->cmd));
+	VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	VK(vkCreateFence(p->dev, &fi, NULL, &p->fence));
+	VkPhysicalDeviceMemoryProperties mp;
+	vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+	for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
+		if (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+			p->memory_type = i;
+			break;
+		}
+	make_kernel(p, dir, "copy.spv", 4, &p->copy);
+	make_kernel(p, dir, "saxpy.spv", 8, &p->saxpy);
+}
+
+static void close_probe(struct probe *p)
+{
+	vkDeviceWaitIdle(p->dev);
+	destroy_kernel(p, &p->copy);
+	destroy_kernel(p, &p->saxpy);
+	vkDestroyFence(p->dev, p->fence, NULL);
+	vkDestroyCommandPool(p->dev, p->pool, NULL);
+	vkDestroyDevice(p->dev, NULL);
+}
+
+static void print_pair(const char *what, const struct buffer *a, const struct buffer *b,
+		       double copy, double saxpy)
+{
+	long long delta = (long long)(b->address - a->address);
+	printf("  %-10s a %#14llx  b %#14llx  b-a %+14lld (mod 2M %7lld)  copy %6.0f  saxpy %6.0f\n",
+	       what, (unsigned long long)a->address, (unsigned long long)b->address, delta,
+	       ((delta % (2 << 20)) + (2 << 20)) % (2 << 20), copy, saxpy);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s SHADER_DIR [DEVICE_INDEX]\n", argv[0]);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	uint32_t want = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
+	if (argc > 3)
+		buffer_size = (VkDeviceSize)atoi(argv[3]) << 20;
+	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+				 .pApplicationName = "copy_placement",
+				 .apiVersion = VK_API_VERSION_1_2};
+	VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+				   .pApplicationInfo = &app};
+	VkInstance instance;
+	VK(vkCreateInstance(&ii, NULL, &instance));
+	uint32_t n = 0;
+	vkEnumeratePhysicalDevices(instance, &n, NULL);
+	VkPhysicalDevice pds[16];
+	if (n > 16)
+		n = 16;
+	vkEnumeratePhysicalDevices(instance, &n, pds);
+	if (want >= n) {
+		fprintf(stderr, "no device %u\n", want);
+		return 1;
+	}
+	VkPhysicalDeviceProperties props;
+	vkGetPhysicalDeviceProperties(pds[want], &props);
+	printf("copy_placement: %s; copy.comp and saxpy.comp over %llu MiB buffers, %d "
+	       "launches, median of %d (GB/s)\n",
+	       props.deviceName, (unsigned long long)(buffer_size >> 20), LAUNCHES, REPS);
+	struct probe p;
+	open_probe(pds[want], argv[1], &p);
+
+	if (argc > 4 && strcmp(argv[4], "hold") == 0) {
+		/* another process's context and memory, idle, for the probe in
+		 * this one to run beside */
+		struct buffer x = make_buffer(&p, VK_NULL_HANDLE, 0), y = make_buffer(&p, VK_NULL_HANDLE, 0);
+		printf("holding: copy %.0f GB/s\n", speed(&p, 0, &x, &y));
+		sleep(atoi(argc > 5 ? argv[5] : "30"));
+		destroy_buffer(&p, &x);
+		destroy_buffer(&p, &y);
+		close_probe(&p);
+		vkDestroyInstance(instance, NULL);
+		return 0;
+	}
+	printf("pairs: fresh allocations, all kept\n");
+	struct buffer a[PAIRS], b[PAIRS];
+	for (int i = 0; i < PAIRS; i++) {
+		a[i] = make_buffer(&p, VK_NULL_HANDLE, 0);
+		b[i] = make_buffer(&p, VK_NULL_HANDLE, 0);
+		char what[32];
+		snprintf(what, sizeof(what), "pair %d", i);
+		print_pair(what, &a[i], &b[i], speed(&p, 0, &a[i], &b[i]),
+			   speed(&p, 1, &a[i], &b[i]));
+	}
+	printf("crossed: copy from a[i] to b[j]\n");
+	for (int i = 0; i < PAIRS; i += 2)
+		for (int j = 1; j < PAIRS; j += 2) {
+			char what[32];
+			snprintf(what, sizeof(what), "a%d->b%d", i, j);
+			print_pair(what, &a[i], &b[j], speed(&p, 0, &a[i], &b[j]),
+				   speed(&p, 1, &a[i], &b[j]));
+		}
+	for (int i = 0; i < PAIRS; i++) {
+		destroy_buffer(&p, &a[i]);
+		destroy_buffer(&p, &b[i]);
+	}
+
+	printf("offsets: both buffers in one allocation, b at one buffer size + delta\n");
+	static const VkDeviceSize deltas[] = {0,	   256,	      4096,	   65536,
+					      1 << 20,	   2 << 20,   (2 << 20) + 65536,
+					      3 << 20,	   32 << 20,  (32 << 20) + 4096};
+	enum { NDELTAS = sizeof(deltas) / sizeof(deltas[0]) };
+	VkDeviceMemory both = allocate(&p, 2 * buffer_size + (64ull << 20));
+	for (int i = 0; i < NDELTAS; i++) {
+		struct buffer x = make_buffer(&p, both, 0);
+		struct buffer y = make_buffer(&p, both, buffer_size + deltas[i]);
+		char what[32];
+		snprintf(what, sizeof(what), "+%llu", (unsigned long long)deltas[i]);
+		print_pair(what, &x, &y, speed(&p, 0, &x, &y), speed(&p, 1, &x, &y));
+		destroy_buffer(&p, &x);
+		destroy_buffer(&p, &y);
+	}
+	vkFreeMemory(p.dev, both, NULL);
+	close_probe(&p);
+	vkDestroyInstance(instance, NULL);
+	return 0;
+}
