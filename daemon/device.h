@@ -37,6 +37,7 @@ struct ruda_submission {
 	VkCommandBuffer cmd;
 	uint64_t value; /* timeline value signalled on completion; 0 while recording */
 	uint32_t commands;
+	uint64_t host_bytes; /* copied between host memory and the device */
 	int32_t query_pair; /* timestamps around it, or -1 */
 	uint64_t submitted_ns; /* uv_hrtime() at submission */
 	uint64_t gpu_ns;    /* device time it took, once complete */
@@ -91,6 +92,10 @@ struct ruda_device {
 	_Atomic uint64_t target; /* written under lock; read unlocked while spinning */
 	bool stop;               /* guarded by lock */
 	uint64_t spin_ns; /* how long the thread polls before it sleeps */
+	/* uv_hrtime() by which the host-device copies submitted so far should
+	 * have ended: the thread polls until then, so a big transfer's end is
+	 * seen at once rather than after a wake-up (written on the loop) */
+	_Atomic uint64_t transfers_until_ns;
 	_Atomic uint64_t completed;
 	struct ruda_progress progress; /* `completed` and failure, for clients */
 	_Atomic int lost;        /* a VkResult once the device has failed */

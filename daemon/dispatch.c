@@ -209,6 +209,31 @@ static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_
 	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 
+/* Publish in the session's arena which timeline value ends request
+ * `request` on `st` (every command of it recorded and submitted), or, when
+ * `ok` is 0, that only the reply can answer it. A client watching the
+ * progress page then sees its work end without waiting for the reply
+ * (docs/design.md, "Fast sync"). */
+static void publish_watch(struct ruda_session *s, const struct ruda_stream *st, uint64_t request,
+			  int ok)
+{
+	struct ruda_arena_sync_entry e = {
+		.stream = st->id,
+		.queue = 0,
+		.request = request,
+		.value = ok ? st->last_value : RUDA_ARENA_SYNC_REPLY_ONLY,
+	};
+	ruda_arena_sync_write(ruda__arena_header(s->arena), &e);
+}
+
+/* Whether a request submitted on `st` just now is settled without error:
+ * the stream's error so far, or the device's failure if its work never
+ * ends, would be the reply's. */
+static int settled_ok(struct ruda_session *s, const struct ruda_stream *st)
+{
+	return st->error == RUDA_OK && ruda__device_failure(s->device) == RUDA_OK;
+}
+
 /* ---- handshake ---------------------------------------------------------- */
 
 static void fill_device_info(Ruda__DeviceInfo *info, const struct ruda_device *d,
@@ -628,6 +653,10 @@ static void handle_write(struct ruda_session *s, const Ruda__Request *req)
 	ruda__session_arena_used(s, req->id);
 }
 
+/* A read into a staging region is watched by its client as a sync is
+ * (libclient/staging.c): it learns from the arena when its copy ends, or
+ * that the reply must say. A read into the arena is not: its bytes may
+ * still need copying out of a bounce buffer when the reply goes. */
 static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Read *r = req->read;
@@ -644,10 +673,16 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	else if (st == RUDA_OK)
 		st = ruda__stream_read(s->current, b, r->offset, r->arena_offset, r->size);
 	if (st != RUDA_OK) {
+		if (r->region)
+			publish_watch(s, s->current, req->id, 0);
 		ruda__session_reply_status(s, req->id, st, "%s", why);
 		return;
 	}
 	s->usage.bytes_downloaded += r->size;
+	if (region) {
+		ruda__stream_submit(s->current);
+		publish_watch(s, s->current, req->id, settled_ok(s, s->current));
+	}
 	/* where the bytes land, for a bounce-buffer arena to copy out then */
 	uint64_t span[2] = {r->arena_offset, r->size};
 	wait_then_reply(s, req->id, WAIT_READ, span, region ? 0 : 2);
@@ -1023,13 +1058,7 @@ static void handle_flush(struct ruda_session *s, const Ruda__Request *req)
 	ruda__stream_submit(s->current);
 }
 
-/*
- * A sync's answer is settled once its stream's work is submitted: the
- * stream's error so far, or the device's failure if its work never ends.
- * When there is no error, the arena says which timeline value the work
- * ends at, so the client can watch the progress page instead of waiting
- * for the reply (docs/design.md, "Fast sync").
- */
+/* A sync's answer is settled once its stream's work is submitted. */
 static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
 {
 	struct ruda_stream *st = s->current;
@@ -1039,14 +1068,8 @@ static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	w->settled_ok = st->error == RUDA_OK && ruda__device_failure(s->device) == RUDA_OK;
-	struct ruda_arena_sync_entry e = {
-		.stream = st->id,
-		.queue = 0,
-		.request = req->id,
-		.value = w->settled_ok ? st->last_value : RUDA_ARENA_SYNC_REPLY_ONLY,
-	};
-	ruda_arena_sync_write(ruda__arena_header(s->arena), &e);
+	w->settled_ok = settled_ok(s, st);
+	publish_watch(s, st, req->id, w->settled_ok);
 	ruda__stream_wait(st, &w->base);
 }
 

@@ -181,6 +181,7 @@ static ruda_status after_record(struct ruda_stream *s)
 	return RUDA_OK;
 }
 
+/* A copy between host memory (the arena or a staging region) and a buffer. */
 static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset, VkBuffer dst,
 			uint64_t dst_offset, uint64_t size, struct ruda_buffer *held,
 			struct ruda_buffer *written_whole)
@@ -192,6 +193,7 @@ static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset
 		VkBufferCopy region = {.srcOffset = src_offset, .dstOffset = dst_offset, .size = size};
 		vkCmdCopyBuffer(cmd, src, dst, 1, &region);
 	}
+	s->recording->host_bytes += size; /* every copy here has a host side */
 	return after_record(s);
 }
 

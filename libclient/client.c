@@ -63,6 +63,9 @@ struct ruda_client {
 	uint64_t *abandoned;
 	size_t nabandoned, abandoned_cap;
 	struct ruda_sync_fast fast;
+	/* bytes of staging transfers posted since the last sync: a sync
+	 * watches the progress page for as long as they take to move */
+	uint64_t transfer_bytes;
 
 	uint8_t *arena; /* the shared memory, mapped */
 	uint64_t arena_size, data_offset;
@@ -1175,6 +1178,33 @@ ruda_status ruda_client_flush(ruda_client *c)
 	return post(c, &req, 1);
 }
 
+/* Send `req` and, while the reply is on its way, watch the progress page for
+ * the end of its work (its rudad handler publishes which timeline value
+ * that is; sync_fast.h) for the usual watch plus the time `bytes` of
+ * transfers take. The reply decides when the page cannot. */
+static ruda_status watched_call(ruda_client *c, Ruda__Request *req, uint64_t bytes)
+{
+	struct waiting w;
+	pthread_mutex_lock(&c->lock);
+	bytes += c->transfer_bytes;
+	c->transfer_bytes = 0;
+	if (c->props.type == RUDA_DEVICE_CPU)
+		bytes = 0; /* its copies run on the cores a longer watch would take */
+	ruda_status st = call_begin(c, req, &w);
+	if (st == RUDA_OK) {
+		/* watch the progress page unlocked: the thread reading replies
+		 * for the others may need the lock */
+		pthread_mutex_unlock(&c->lock);
+		int done = ruda__sync_fast_wait(&c->fast, (struct ruda_arena_header *)c->arena,
+						req->stream, req->id, bytes);
+		pthread_mutex_lock(&c->lock);
+		if (!done || abandon(c, &w) != RUDA_OK)
+			st = call_finish(c, &w, NULL, NULL);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
+
 ruda_status ruda_client_sync(ruda_client *c)
 {
 	if (!c)
@@ -1183,21 +1213,7 @@ ruda_status ruda_client_sync(ruda_client *c)
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_SYNC;
 	req.sync = &s;
-	struct waiting w;
-	pthread_mutex_lock(&c->lock);
-	ruda_status st = call_begin(c, &req, &w);
-	if (st == RUDA_OK) {
-		/* watch the progress page unlocked: the thread reading replies
-		 * for the others may need the lock */
-		pthread_mutex_unlock(&c->lock);
-		int done = ruda__sync_fast_wait(&c->fast, (struct ruda_arena_header *)c->arena,
-						req.stream, req.id);
-		pthread_mutex_lock(&c->lock);
-		if (!done || abandon(c, &w) != RUDA_OK)
-			st = call_finish(c, &w, NULL, NULL);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return st;
+	return watched_call(c, &req, 0);
 }
 
 static ruda_status handles_request(ruda_client *c, const ruda_handle *handles, size_t count,
@@ -1447,6 +1463,22 @@ ruda_status ruda__client_call(ruda_client *c, Ruda__Request *req, Ruda__Reply **
 ruda_status ruda__client_post(ruda_client *c, Ruda__Request *req, int now)
 {
 	return post(c, req, now);
+}
+
+ruda_status ruda__client_watched_call(ruda_client *c, Ruda__Request *req, uint64_t bytes)
+{
+	return watched_call(c, req, bytes);
+}
+
+ruda_status ruda__client_post_transfer(ruda_client *c, Ruda__Request *req, uint64_t bytes)
+{
+	ruda_status st = post(c, req, 1);
+	if (st == RUDA_OK) {
+		pthread_mutex_lock(&c->lock);
+		c->transfer_bytes += bytes;
+		pthread_mutex_unlock(&c->lock);
+	}
+	return st;
 }
 
 void ruda__client_set_error(ruda_client *c, const char *fmt, ...)

@@ -17,6 +17,14 @@ ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
 /* A round trip: send `req` (with what is queued) and wait for its reply;
  * *out (optional) receives it, owned by the caller. */
 ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Reply **out);
+/* A staging transfer of `bytes` with no answer, sent at once: the next
+ * sync watches the progress page for as long as it takes to move. */
+ruda_status ruda__client_post_transfer(ruda_client *client, Ruda__Request *req, uint64_t bytes);
+/* A round trip whose work's end the client sees on the progress page,
+ * watched as a sync is plus the time `bytes` of transfers take (rudad
+ * publishes the work's timeline value for it: a Sync, or a Read into a
+ * staging region). */
+ruda_status ruda__client_watched_call(ruda_client *client, Ruda__Request *req, uint64_t bytes);
 /* Send `req` with `fd` (borrowed) passed alongside; wait for the status. */
 ruda_status ruda__client_call_with_fd(ruda_client *client, Ruda__Request *req, int fd);
 /* A round trip whose reply (*out, the caller's) may carry an fd (*fd, or -1;

@@ -103,7 +103,7 @@ ruda_status ruda_client_write_from_staging(ruda_client *c, ruda_handle h, uint64
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_WRITE;
 	req.write = &w;
-	return ruda__client_post(c, &req, 1);
+	return ruda__client_post_transfer(c, &req, size);
 }
 
 ruda_status ruda_client_create_from_staging(ruda_client *c, const ruda_staging *s,
@@ -134,5 +134,5 @@ ruda_status ruda_client_read_to_staging(ruda_client *c, ruda_handle h, const rud
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_READ;
 	req.read = &r;
-	return ruda__client_call(c, &req, NULL);
+	return ruda__client_watched_call(c, &req, h.size);
 }

@@ -26,10 +26,11 @@ struct ruda_sync_fast {
 int ruda__sync_fast_init(struct ruda_sync_fast *f, int fd);
 void ruda__sync_fast_finish(struct ruda_sync_fast *f);
 
-/* Watch sync request `request` on stream `stream`: 1 once the page shows
- * its work ended, 0 when the reply must say (no answer within the watch,
- * or one the page cannot give). */
+/* Watch request `request` on stream `stream`: 1 once the page shows its
+ * work ended, 0 when the reply must say (no answer within the watch, or one
+ * the page cannot give). The watch is the spin time plus what `bytes` of
+ * host-device transfers take (0 when it waits for none). */
 int ruda__sync_fast_wait(const struct ruda_sync_fast *f, struct ruda_arena_header *arena,
-			 uint32_t stream, uint64_t request);
+			 uint32_t stream, uint64_t request, uint64_t bytes);
 
 #endif

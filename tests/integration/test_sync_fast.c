@@ -157,6 +157,111 @@ START_TEST(sync_with_an_error_waits_for_the_reply)
 }
 END_TEST
 
+static ruda_status raw_call(struct raw_session *r, Ruda__Request *req)
+{
+	ck_assert_int_eq(raw_send_request(r->fd, req), 0);
+	Ruda__Reply *reply = raw_recv_reply(r->fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_uint_eq(reply->id, req->id);
+	ruda_status st = (ruda_status)reply->status;
+	ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
+/* A read into a staging region publishes its slot as a sync does (the
+ * client watches the page for it, libclient/staging.c), and its bytes are
+ * there once the page says so; a refused one sends the client to the
+ * reply. A read into the arena publishes nothing. */
+START_TEST(read_to_staging_publishes_its_slot)
+{
+	struct raw_session r;
+	raw_open(&r);
+	enum { SIZE = 4096 };
+	int mfd = memfd_create("staging", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_eq(ftruncate(mfd, SIZE), 0);
+	ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	uint8_t *region = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ck_assert_ptr_ne(region, MAP_FAILED);
+	Ruda__StagingAttach a = RUDA__STAGING_ATTACH__INIT;
+	a.region = 1;
+	a.size = SIZE;
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 10;
+	req.body_case = RUDA__REQUEST__BODY_STAGING_ATTACH;
+	req.staging_attach = &a;
+	uint8_t frame[128];
+	size_t len = ruda__request__pack(&req, frame);
+	ck_assert_int_eq(raw_send_frame(r.fd, frame, (uint32_t)len, &mfd, 1), 0);
+	Ruda__Reply *reply = raw_recv_reply(r.fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(reply->status, RUDA_OK);
+	ruda__reply__free_unpacked(reply, NULL);
+
+	/* a buffer written from the region's first half */
+	test_fill_random(region, SIZE / 2, 11);
+	Ruda__Empty e = RUDA__EMPTY__INIT;
+	e.handle = 2;
+	e.size = SIZE / 2;
+	req = (Ruda__Request)RUDA__REQUEST__INIT;
+	req.id = 11;
+	req.body_case = RUDA__REQUEST__BODY_EMPTY;
+	req.empty = &e;
+	ck_assert_int_eq(raw_send_request(r.fd, &req), 0);
+	Ruda__Write w = RUDA__WRITE__INIT;
+	w.handle = 2;
+	w.region = 1;
+	w.size = SIZE / 2;
+	req.id = 12;
+	req.body_case = RUDA__REQUEST__BODY_WRITE;
+	req.write = &w;
+	ck_assert_int_eq(raw_send_request(r.fd, &req), 0);
+
+	/* read into the second half: the slot names the read, and once the
+	 * page shows its value the bytes are there, before any reply is read */
+	Ruda__Read rd = RUDA__READ__INIT;
+	rd.handle = 2;
+	rd.region = 1;
+	rd.arena_offset = SIZE / 2;
+	rd.size = SIZE / 2;
+	req.id = 13;
+	req.body_case = RUDA__REQUEST__BODY_READ;
+	req.read = &rd;
+	ck_assert_int_eq(raw_send_request(r.fd, &req), 0);
+	struct ruda_arena_sync_entry s0;
+	do
+		s0 = slot(&r, 0);
+	while (s0.request < 13);
+	ck_assert_uint_eq(s0.request, 13);
+	ck_assert_uint_ne(s0.value, RUDA_ARENA_SYNC_REPLY_ONLY);
+	while (atomic_load(&r.page->completed[s0.queue]) < s0.value)
+		;
+	ck_assert_int_eq(memcmp(region + SIZE / 2, region, SIZE / 2), 0);
+	reply = raw_recv_reply(r.fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_uint_eq(reply->id, 13);
+	ck_assert_int_eq(reply->status, RUDA_OK);
+	ruda__reply__free_unpacked(reply, NULL);
+
+	/* out of the region's range: refused, and the slot says "the reply" */
+	rd.arena_offset = SIZE;
+	req.id = 14;
+	ck_assert_int_eq(raw_call(&r, &req), RUDA_ERROR_OUT_OF_RANGE);
+	s0 = slot(&r, 0);
+	ck_assert_uint_eq(s0.request, 14);
+	ck_assert_uint_eq(s0.value, RUDA_ARENA_SYNC_REPLY_ONLY);
+
+	/* into the arena: the slot still names the last staging read */
+	rd.region = 0;
+	rd.arena_offset = RUDA_ARENA_DATA_OFFSET;
+	req.id = 15;
+	ck_assert_int_eq(raw_call(&r, &req), RUDA_OK);
+	ck_assert_uint_eq(slot(&r, 0).request, 14);
+	munmap(region, SIZE);
+	close(mfd);
+	raw_close(&r);
+}
+END_TEST
+
 /* Each sync must cover the launch before it: fill with i, sync, read i
  * back, many times, with the skipped replies interleaved with reads. */
 static void fill_sync_read(ruda_client *c, ruda_kernel fill, ruda_handle h, uint32_t words,
@@ -270,6 +375,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, progress_page_is_sealed_and_read_only);
 	tcase_add_test(tc, sync_publishes_its_slot);
 	tcase_add_test(tc, sync_with_an_error_waits_for_the_reply);
+	tcase_add_test(tc, read_to_staging_publishes_its_slot);
 	tcase_add_test(tc, sync_covers_the_work_before_it);
 	tcase_add_test(tc, threads_of_one_client);
 	tcase_add_test(tc, watch_off);
