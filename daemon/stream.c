@@ -197,18 +197,17 @@ static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset
 	return after_record(s);
 }
 
-ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
-			       uint64_t arena_offset, uint64_t size)
+/* A copy from host memory into `dst`. A new buffer written in order from
+ * its start (`create`, from the arena or a staging region, split or not)
+ * needs zeros only after what was written, and none once it is written
+ * whole; in words, as fills are (a buffer of an odd size is filled whole:
+ * its VkBuffer is rounded up to a word). */
+static ruda_status copy_in(struct ruda_stream *s, VkBuffer src, uint64_t src_offset,
+			   struct ruda_buffer *dst, uint64_t offset, uint64_t size)
 {
-	ruda__arena_bounce_in(s->arena, arena_offset, size);
-	/* a new buffer written in order from its start (`create`, split or
-	 * not) needs zeros only after what was written, and none once it is
-	 * written whole; in words, as fills are (a buffer of an odd size is
-	 * filled whole: its VkBuffer is rounded up to a word) */
 	int in_order = dst->zero_stream == s && dst->size % 4 == 0 && size % 4 == 0 &&
 		       offset == dst->zero_from && size > 0;
-	ruda_status st = copy(s, s->arena->buffer, arena_offset, dst->vk, offset, size, dst,
-			      in_order ? dst : NULL);
+	ruda_status st = copy(s, src, src_offset, dst->vk, offset, size, dst, in_order ? dst : NULL);
 	if (st == RUDA_OK && in_order) {
 		dst->zero_from += size;
 		if (dst->zero_from == dst->size) {
@@ -217,6 +216,13 @@ ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, u
 		}
 	}
 	return st;
+}
+
+ruda_status ruda__stream_write(struct ruda_stream *s, struct ruda_buffer *dst, uint64_t offset,
+			       uint64_t arena_offset, uint64_t size)
+{
+	ruda__arena_bounce_in(s->arena, arena_offset, size);
+	return copy_in(s, s->arena->buffer, arena_offset, dst, offset, size);
 }
 
 void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer)
@@ -270,8 +276,7 @@ ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *r
 	if ((!s->recording && !record(s)) ||
 	    ruda__submission_hold(s->recording, &region->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	return to_buffer ? copy(s, region->buffer, region_offset, buffer->vk, offset, size, buffer,
-				NULL)
+	return to_buffer ? copy_in(s, region->buffer, region_offset, buffer, offset, size)
 			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer,
 				NULL);
 }

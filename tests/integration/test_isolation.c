@@ -284,6 +284,51 @@ START_TEST(partial_writes_leave_zeros)
 }
 END_TEST
 
+/* The same from a staging region: a create from staging stands for its
+ * fill, a partial in-order write leaves zeros after it, and a write out of
+ * order leaves zeros around it. Dirty memory first, so zeros are earned. */
+START_TEST(staging_writes_leave_zeros)
+{
+	enum { SIZE = 1u << 20, Q = SIZE / 4 };
+	static uint8_t dirty[SIZE], back[SIZE], expect[SIZE];
+	ruda_client *a = test_connect(&daemon_, "a");
+	ruda_handle h;
+	memset(dirty, PATTERN, sizeof(dirty));
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ruda_client_create(a, dirty, SIZE, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_close(a);
+
+	ruda_staging st;
+	ck_assert_int_eq(ruda_client_staging_create(client, SIZE, &st), RUDA_OK);
+	test_fill_random(st.data, SIZE, 9);
+	ruda_handle whole, head, middle;
+	ck_assert_int_eq(ruda_client_create_from_staging(client, &st, 0, SIZE, &whole), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(client, SIZE, &head), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write_from_staging(client, head, 0, &st, 0, Q), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(client, SIZE, &middle), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write_from_staging(client, middle, 2 * Q, &st, 2 * Q, Q),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+
+	ck_assert_int_eq(ruda_client_read_one(client, whole, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, st.data, SIZE), 0);
+	memset(expect, 0, sizeof(expect));
+	memcpy(expect, st.data, Q);
+	ck_assert_int_eq(ruda_client_read_one(client, head, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, expect, SIZE), 0);
+	memset(expect, 0, sizeof(expect));
+	memcpy(expect + 2 * Q, (uint8_t *)st.data + 2 * Q, Q);
+	ck_assert_int_eq(ruda_client_read_one(client, middle, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, expect, SIZE), 0);
+	ruda_client_release(client, whole);
+	ruda_client_release(client, head);
+	ruda_client_release(client, middle);
+	ruda_client_staging_release(client, &st);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+}
+END_TEST
+
 /* ---- frees off the loop ------------------------------------------------ */
 
 struct round_trips {
@@ -378,6 +423,7 @@ int main(void)
 	tcase_add_test(tc, empty_tensors_read_zeros);
 	tcase_add_test(tc, empty_on_one_stream_read_on_another);
 	tcase_add_test(tc, partial_writes_leave_zeros);
+	tcase_add_test(tc, staging_writes_leave_zeros);
 	suite_add_tcase(s, tc);
 	TCase *frees = tcase_create("frees");
 	tcase_add_checked_fixture(frees, setup, teardown);
