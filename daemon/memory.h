@@ -29,6 +29,7 @@ struct ruda_memory_stats {
 	uint64_t in_use;          /* bytes handed to buffers */
 	uint64_t allocations;     /* buffers living */
 	uint64_t empty_pages;     /* shared pages with nothing in them */
+	uint64_t kept_bytes;      /* freed dedicated pages kept for reuse */
 };
 
 struct ruda_memory {
@@ -38,6 +39,7 @@ struct ruda_memory {
 	uint64_t page_size;         /* of shared pages */
 	uint64_t max_shared;        /* larger allocations get their own page */
 	uint32_t keep_empty;        /* empty shared pages kept for reuse */
+	uint64_t keep_dedicated;    /* bytes of freed dedicated pages kept */
 	uint64_t heap_size;         /* of the pages' heap: never reserve more */
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;

@@ -47,6 +47,9 @@ void bench_install_signal_handlers(void);
 /* ---- time and statistics ------------------------------------------------ */
 
 double bench_now(void); /* seconds, CLOCK_MONOTONIC */
+/* Between a create's free and the next create: RUDA_BENCH_SETTLE_MS of
+ * sleep (none by default), to see what a free still running costs. */
+void bench_settle(void);
 double bench_median(const double *v, size_t n);
 double bench_mean(const double *v, size_t n);
 

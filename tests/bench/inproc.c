@@ -237,6 +237,7 @@ void bench_inproc_transfers(const struct bench_transfer_plan *plan,
 			/* untimed, as rudad's side frees its buffer (Release + sync)
 			 * outside its timing */
 			ruda__buffer_put(b);
+			bench_settle();
 			if (r >= 0) {
 				t[r] = t2 - t0;
 				alloc[r] = t1 - t0;

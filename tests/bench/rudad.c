@@ -75,6 +75,7 @@ static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *
 			 * side frees its buffer outside its timing */
 			ok(c, ruda_client_release(c, h), "release");
 			ok(c, ruda_client_sync(c), "sync after release");
+			bench_settle();
 			if (r >= 0)
 				t[r] = t1 - t0;
 		}
@@ -97,6 +98,7 @@ static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *
 			}
 			ok(c, ruda_client_release(c, h), "release");
 			ok(c, ruda_client_sync(c), "sync after release");
+			bench_settle();
 			if (r >= 0) {
 				t[r] = t1 - t0;
 				t2[r] = t2_ - t1;
@@ -183,6 +185,7 @@ void bench_rudad_transfers(const struct bench_daemon *d, const struct bench_tran
 			/* freed before the next timing starts, as in-process */
 			ok(c, ruda_client_release(c, h), "release");
 			ok(c, ruda_client_sync(c), "sync after release");
+			bench_settle();
 			if (r >= 0)
 				t[r] = t1 - t0;
 		}

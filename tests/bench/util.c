@@ -101,6 +101,13 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void bench_settle(void)
+{
+	const char *ms = getenv("RUDA_BENCH_SETTLE_MS");
+	if (ms && atoi(ms) > 0)
+		usleep((useconds_t)atoi(ms) * 1000u);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -146,15 +146,34 @@ START_TEST(cleanup_gives_pages_back)
 	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
 	ck_assert_uint_le(after.bytes_reserved, before.bytes_reserved);
-	/* large buffers have memory of their own, returned on release */
+	/* large buffers have memory of their own, kept on release for the
+	 * next buffer of their size (the heap is more than 8 x 100 MiB here),
+	 * given back by cleanup */
 	ruda_handle big;
-	ruda_client_empty(client, 100u << 20, &big);
+	ruda_memory_usage kept, again;
+	ck_assert_int_eq(ruda_client_empty(client, 100u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
 	ck_assert_uint_ge(full.bytes_reserved, after.bytes_reserved + (100u << 20));
 	ruda_client_release(client, big);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
-	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
-	ck_assert_uint_eq(full.bytes_reserved, after.bytes_reserved);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &kept), RUDA_OK);
+	ck_assert_uint_eq(kept.bytes_reserved, full.bytes_reserved);
+	ck_assert_uint_eq(kept.allocations, 0);
+	ck_assert_uint_eq(kept.bytes_in_use, 0);
+	/* the same size again takes the kept page; another size does not */
+	ck_assert_int_eq(ruda_client_empty(client, 100u << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
+	ck_assert_uint_eq(again.pages, kept.pages);
+	ck_assert_uint_eq(again.bytes_reserved, kept.bytes_reserved);
+	ruda_client_release(client, big);
+	ck_assert_int_eq(ruda_client_empty(client, 101u << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
+	ck_assert_uint_eq(again.pages, kept.pages + 1);
+	ruda_client_release(client, big);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
+	ck_assert_uint_eq(again.bytes_reserved, after.bytes_reserved);
 }
 END_TEST
 
