@@ -12,6 +12,8 @@
  *   RUDA_BENCH_DEVICES    the devices of the devices group (rudad --device
  *                         syntax; default: all, or device 0 twice when
  *                         there is one)
+ *   RUDA_BENCH_REPS       set: the kernels group prints every repetition
+ *   RUDA_BENCH_SETTLE_MS  a pause after each create's free, both sides
  */
 #include <errno.h>
 #include <libgen.h>
