@@ -29,12 +29,6 @@
  * RUDA_COMPLETION_SPIN_US overrides. */
 #define DEFAULT_SPIN_US 300u
 #define DEFAULT_CPU_SPIN_US 0u
-/* The poll also covers the time the host-device copies in flight take at a
- * bus speed no link falls below (8 GB/s), up to a cap: on the H200 a 64 MiB
- * staging transfer (1.4 ms) was seen ~0.1 ms late by a thread that had gone
- * to sleep in the driver (docs/performance.md, "Transfers"). */
-#define TRANSFER_NS_PER_KIB 128u
-#define MAX_TRANSFER_SPIN_NS (20u * 1000u * 1000u)
 /* How often the loop looks for work that stopped making progress. */
 #define WATCHDOG_PERIOD_MS 100u
 /* Timestamp query pairs: submissions in flight and open profiles. */
@@ -207,11 +201,12 @@ static void publish_completed(struct ruda_device *d, uint64_t value)
 static uint64_t spin_on_timeline(struct ruda_device *d, uint64_t want, uint64_t seen)
 {
 	uint64_t now = uv_hrtime(), until = now + d->spin_ns;
-	uint64_t transfers = atomic_load(&d->transfers_until_ns);
-	if (d->spin_ns && transfers + d->spin_ns > until)
-		until = transfers + d->spin_ns < now + MAX_TRANSFER_SPIN_NS
-				? transfers + d->spin_ns
-				: now + MAX_TRANSFER_SPIN_NS;
+	/* and until the host-device copies in flight should have ended */
+	uint64_t transfers = atomic_load(&d->transfers_until_ns) + d->spin_ns;
+	if (transfers > now + RUDA_TRANSFER_WATCH_MAX_NS)
+		transfers = now + RUDA_TRANSFER_WATCH_MAX_NS;
+	if (d->spin_ns && transfers > until)
+		until = transfers;
 	while (seen < want) {
 		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &seen) != VK_SUCCESS)
 			break;
@@ -521,8 +516,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 		uint64_t start = atomic_load(&d->transfers_until_ns);
 		if (start < sub->submitted_ns)
 			start = sub->submitted_ns;
-		atomic_store(&d->transfers_until_ns,
-			     start + (sub->host_bytes / 1024u) * TRANSFER_NS_PER_KIB);
+		atomic_store(&d->transfers_until_ns, start + ruda_transfer_ns(sub->host_bytes));
 	}
 	if (d->inflight_tail)
 		d->inflight_tail->next = sub;

@@ -117,23 +117,33 @@ void ruda__memory_finish(struct ruda_memory *m)
 	}
 }
 
-/* Give back every kept dedicated page; the bytes. */
-static uint64_t release_kept(struct ruda_memory *m)
+/* Give back every kept dedicated page and, when `empty_shared`, every
+ * empty shared page; the bytes. */
+static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared)
 {
 	uint64_t freed = 0;
 	struct ruda_memory_page **link = &m->pages;
 	while (*link) {
 		struct ruda_memory_page *p = *link;
-		if (p->kept) {
-			*link = p->next;
-			freed += p->size;
-			m->stats.kept_bytes -= p->size;
-			page_free(m, p);
-		} else {
+		int shared_empty = !p->dedicated && p->used == 0;
+		if (!p->kept && !(empty_shared && shared_empty)) {
 			link = &p->next;
+			continue;
 		}
+		*link = p->next;
+		freed += p->size;
+		if (p->kept)
+			m->stats.kept_bytes -= p->size;
+		else
+			m->stats.empty_pages--;
+		page_free(m, p);
 	}
 	return freed;
+}
+
+static uint64_t release_kept(struct ruda_memory *m)
+{
+	return give_back_idle(m, 0);
 }
 
 /* Whether `size` more bytes fit in the heap beside the pages reserved and
@@ -406,18 +416,5 @@ void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
 
 uint64_t ruda__memory_cleanup(struct ruda_memory *m)
 {
-	uint64_t freed = release_kept(m);
-	struct ruda_memory_page **link = &m->pages;
-	while (*link) {
-		struct ruda_memory_page *p = *link;
-		if (!p->dedicated && p->used == 0) {
-			*link = p->next;
-			freed += p->size;
-			m->stats.empty_pages--;
-			page_free(m, p);
-		} else {
-			link = &p->next;
-		}
-	}
-	return freed;
+	return give_back_idle(m, 1);
 }

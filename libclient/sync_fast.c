@@ -9,12 +9,6 @@
 /* Long enough for a small kernel's round trip on a GPU (tens of µs), short
  * enough that a long one costs little spinning before the client sleeps. */
 #define DEFAULT_SPIN_US 200u
-/* A watch is lengthened by the time its transfers take at a bus speed no
- * host-device link falls below (8 GB/s: PCIe 3 x8; the H200 moves 50), up
- * to a cap: on the H200 a 64 MiB staging transfer (1.4 ms) ended ~0.1 ms
- * later through the reply than on the page (docs/performance.md). */
-#define WATCH_NS_PER_KIB 128u
-#define MAX_WATCH_NS (20u * 1000u * 1000u)
 
 static uint64_t now_ns(void)
 {
@@ -78,8 +72,10 @@ int ruda__sync_fast_wait(const struct ruda_sync_fast *f, struct ruda_arena_heade
 {
 	if (!f->page || !f->spin_ns)
 		return 0;
-	uint64_t watch = f->spin_ns + (bytes / 1024u) * WATCH_NS_PER_KIB;
-	uint64_t deadline = now_ns() + (watch < MAX_WATCH_NS ? watch : MAX_WATCH_NS);
+	/* lengthened by the time its transfers take */
+	uint64_t watch = f->spin_ns + ruda_transfer_ns(bytes);
+	uint64_t deadline = now_ns() + (watch < RUDA_TRANSFER_WATCH_MAX_NS ? watch
+									 : RUDA_TRANSFER_WATCH_MAX_NS);
 	for (unsigned i = 0;; i++) {
 		int r = look(f->page, arena, stream, request);
 		if (r)

@@ -33,4 +33,17 @@ struct ruda_progress_page {
 _Static_assert(sizeof(struct ruda_progress_page) <= RUDA_PROGRESS_PAGE_SIZE,
 	       "the progress page is one page");
 
+/* How long the watchers of this page (a client's sync watch, rudad's
+ * completion thread) keep watching for host-device transfers to end: what
+ * they take at a bus speed no link falls below (8 GB/s: PCIe 3 x8; the
+ * H200 moves 50), the whole watch capped at RUDA_TRANSFER_WATCH_MAX_NS. On
+ * the H200 a 64 MiB staging transfer (1.4 ms) was seen ~0.1 ms late by
+ * watchers that had stopped at a fixed 200-300 us (docs/design.md, "Fast
+ * sync"). */
+#define RUDA_TRANSFER_WATCH_MAX_NS (20ull * 1000u * 1000u)
+static inline uint64_t ruda_transfer_ns(uint64_t bytes)
+{
+	return (bytes / 1024u) * 128u; /* 128 ns a KiB: 8 GB/s */
+}
+
 #endif
