@@ -65,6 +65,17 @@ static void raw_close(struct raw_session *r)
 	close(r->fd);
 }
 
+static ruda_status raw_call(struct raw_session *r, Ruda__Request *req)
+{
+	ck_assert_int_eq(raw_send_request(r->fd, req), 0);
+	Ruda__Reply *reply = raw_recv_reply(r->fd, 30000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_uint_eq(reply->id, req->id);
+	ruda_status st = (ruda_status)reply->status;
+	ruda__reply__free_unpacked(reply, NULL);
+	return st;
+}
+
 static ruda_status raw_sync(struct raw_session *r, uint64_t id)
 {
 	Ruda__Sync sync = RUDA__SYNC__INIT;
@@ -72,13 +83,7 @@ static ruda_status raw_sync(struct raw_session *r, uint64_t id)
 	req.id = id;
 	req.body_case = RUDA__REQUEST__BODY_SYNC;
 	req.sync = &sync;
-	ck_assert_int_eq(raw_send_request(r->fd, &req), 0);
-	Ruda__Reply *reply = raw_recv_reply(r->fd, 30000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_uint_eq(reply->id, id);
-	ruda_status st = (ruda_status)reply->status;
-	ruda__reply__free_unpacked(reply, NULL);
-	return st;
+	return raw_call(r, &req);
 }
 
 static struct ruda_arena_sync_entry slot(struct raw_session *r, uint32_t stream)
@@ -156,17 +161,6 @@ START_TEST(sync_with_an_error_waits_for_the_reply)
 	raw_close(&r);
 }
 END_TEST
-
-static ruda_status raw_call(struct raw_session *r, Ruda__Request *req)
-{
-	ck_assert_int_eq(raw_send_request(r->fd, req), 0);
-	Ruda__Reply *reply = raw_recv_reply(r->fd, 30000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_uint_eq(reply->id, req->id);
-	ruda_status st = (ruda_status)reply->status;
-	ruda__reply__free_unpacked(reply, NULL);
-	return st;
-}
 
 /* A read into a staging region publishes its slot as a sync does (the
  * client watches the page for it, libclient/staging.c), and its bytes are
