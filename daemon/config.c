@@ -123,6 +123,13 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_HIGH_PRIORITY_GROUPS] = {.name = "high_priority_groups", .type = T_GROUPS,
 					      .offset = F(high_priority_groups),
 					      .reload = true},
+	[RUDA_CONFIG_PRIORITY_ANTICIPATION_US] = {.name = "priority_anticipation_us",
+						  .type = T_COUNT,
+						  .offset = F(priority_anticipation_us),
+						  .min = 0, .max = 1000000, .reload = true},
+	[RUDA_CONFIG_PRIORITY_MAX_WAIT_US] = {.name = "priority_max_wait_us", .type = T_COUNT,
+					      .offset = F(priority_max_wait_us), .min = 0,
+					      .max = 10000000, .reload = true},
 };
 #undef F
 
@@ -167,6 +174,8 @@ void ruda__config_init(struct ruda_config *c)
 	c->socket_gid = (gid_t)-1;
 	c->arena_size = 16ull << 20;
 	c->max_priority = 4; /* RUDA_PRIORITY_NORMAL */
+	c->priority_anticipation_us = RUDA_PRIORITY_ANTICIPATION_US;
+	c->priority_max_wait_us = RUDA_PRIORITY_MAX_WAIT_US;
 	c->max_clients = 1024;
 	c->max_requests_in_flight = 1024;
 	c->submission_timeout_ms = 0;

@@ -22,6 +22,11 @@
 /* A memory limit that is not one. */
 #define RUDA_UNLIMITED UINT64_MAX
 
+/* Priority scheduling (daemon/priority.h): how long lower priorities wait
+ * after a higher one's last work, and at most. */
+#define RUDA_PRIORITY_ANTICIPATION_US 1000u
+#define RUDA_PRIORITY_MAX_WAIT_US 2000u
+
 /* The top-level keys, in the order rudad.conf(5) documents them. */
 enum ruda_config_key {
 	RUDA_CONFIG_SOCKET,
@@ -49,6 +54,8 @@ enum ruda_config_key {
 	RUDA_CONFIG_MAX_PRIORITY,
 	RUDA_CONFIG_HIGH_PRIORITY_USERS,
 	RUDA_CONFIG_HIGH_PRIORITY_GROUPS,
+	RUDA_CONFIG_PRIORITY_ANTICIPATION_US,
+	RUDA_CONFIG_PRIORITY_MAX_WAIT_US,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -108,6 +115,11 @@ struct ruda_config {
 	uint32_t max_priority;
 	struct ruda_id_list high_priority_users;
 	struct ruda_id_list high_priority_groups;
+	/* while a higher priority is active, lower ones start a command only
+	 * once it has had no work on the device for this long, or once they
+	 * have waited the most (daemon/priority.h); 0: no such wait, no limit */
+	uint32_t priority_anticipation_us;
+	uint32_t priority_max_wait_us;
 };
 
 /* Receives each error: `path` NULL and `line` 0 for the command line. */

@@ -15,6 +15,7 @@
 
 #include "deferred_free.h"
 #include "memory.h"
+#include "priority.h"
 #include "progress_page.h"
 #include "ref.h"
 #include "spirv.h"
@@ -129,11 +130,7 @@ struct ruda_device {
 	struct ruda_deferred_free frees; /* slow frees, run in the thread pool */
 	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
 	struct ruda_device_stats stats;
-	/* priority scheduling (session.c): until when (uv_now() ms) a client
-	 * of each priority counts as active, and each priority's submissions
-	 * in flight */
-	uint64_t priority_active_until[8];
-	uint32_t priority_inflight[8];
+	struct ruda_priority_state priority; /* scheduling (session.c, priority.c) */
 	/* called on the loop after completions were processed */
 	void (*on_progress)(void *data);
 	void *progress_data;

@@ -12,10 +12,12 @@
 #include "device.h"
 #include "buffer.h"
 #include "collective.h"
+#include "config.h"
 #include "dispatch.h"
 #include "graph.h"
 #include "log.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "ruda.pb-c.h"
 #include "session_arena.h"
 #include "staging.h"
@@ -303,7 +305,7 @@ static void submission_done(struct ruda_waiter *base, int status)
 {
 	struct submission_waiter *w = (struct submission_waiter *)base;
 	(void)status;
-	w->device->priority_inflight[w->priority]--;
+	ruda__priority_completed(&w->device->priority, w->priority, uv_hrtime());
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s) {
 		s->usage.gpu_time_ns += base->gpu_ns;
@@ -351,7 +353,7 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->session = s->id;
 	w->device = s->device;
 	w->priority = s->priority & 7;
-	w->device->priority_inflight[w->priority]++;
+	ruda__priority_submitted(&w->device->priority, w->priority, s->held, uv_hrtime());
 	ruda__submission_add_waiter(sub, &w->base);
 	note_active(s);
 }
@@ -748,22 +750,18 @@ static void any_saturated(struct ruda_stream *st, void *data)
  * within RUDA_PRIORITY_HOLD_MS. */
 static int outranked(const struct ruda_session *s)
 {
-	if (!s->device)
-		return 0;
-	uint64_t now = uv_now(s->ctx->loop);
-	for (uint32_t q = s->priority + 1; q < 8; q++)
-		if (s->device->priority_active_until[q] > now)
-			return 1;
-	return 0;
+	return s->device &&
+	       ruda__priority_outranked(&s->device->priority, s->priority, uv_now(s->ctx->loop));
 }
 
-/* Submissions in flight on the device of priorities below `p`. */
-static uint32_t inflight_below(const struct ruda_device *d, uint32_t p)
+/* rudad.conf's priority_* keys, as they are now (reloads included). */
+static struct ruda_priority_rules priority_rules(const struct ruda_session_context *ctx)
 {
-	uint32_t n = 0;
-	for (uint32_t q = 0; q < p && q < 8; q++)
-		n += d->priority_inflight[q];
-	return n;
+	const struct ruda_config *c = ctx->policy ? ctx->policy->config : NULL;
+	uint64_t anticipation = c ? c->priority_anticipation_us : RUDA_PRIORITY_ANTICIPATION_US;
+	uint64_t max_wait = c ? c->priority_max_wait_us : RUDA_PRIORITY_MAX_WAIT_US;
+	return (struct ruda_priority_rules){.anticipation_ns = anticipation * 1000u,
+					    .max_wait_ns = max_wait * 1000u};
 }
 
 static void set_batch(struct ruda_stream *st, void *data)
@@ -772,8 +770,8 @@ static void set_batch(struct ruda_stream *st, void *data)
 }
 
 /* Whether `s` is held back now; a held session submits one command at a
- * time, and only while nothing of its rank or below is running, so that
- * a higher-priority client waits for one command at most. */
+ * time, when ruda__priority_may_start allows, so that a higher-priority
+ * client waits for one command at most, and seldom for any. */
 static int update_held(struct ruda_session *s)
 {
 	int held = outranked(s);
@@ -800,11 +798,12 @@ static int saturated(struct ruda_session *s)
 	ruda__session_each_stream(s, any_saturated, &full);
 	if (full || !held || atomic_load(&s->device->lost))
 		return full;
-	/* held: the device's lower work (its own included) must drain */
-	if (inflight_below(s->device, s->priority + 1))
-		return 1;
+	/* held: its own work must drain, and the device let it start */
 	ruda__session_each_stream(s, any_inflight, &full);
-	return full;
+	if (full)
+		return 1;
+	struct ruda_priority_rules rules = priority_rules(s->ctx);
+	return !ruda__priority_may_start(&s->device->priority, s->priority, uv_hrtime(), &rules);
 }
 
 static void on_priority_timer(uv_timer_t *timer)
@@ -813,24 +812,26 @@ static void on_priority_timer(uv_timer_t *timer)
 }
 
 /* Held sessions wait for device progress; when nothing is in flight, a
- * timer looks again once the higher priority may have gone quiet. */
+ * timer looks again once the higher priority may have gone quiet, or
+ * (every millisecond) once the anticipation or the longest wait is over. */
 static void arm_priority_timer(struct ruda_session_context *ctx)
 {
 	if (!ctx->priority_timer && (ctx->priority_timer = malloc(sizeof(uv_timer_t)))) {
 		uv_timer_init(ctx->loop, ctx->priority_timer);
 		ctx->priority_timer->data = ctx;
 	}
+	struct ruda_priority_rules rules = priority_rules(ctx);
+	uint64_t ms = rules.anticipation_ns || rules.max_wait_ns ? 1 : RUDA_PRIORITY_HOLD_MS / 2;
 	if (ctx->priority_timer && !uv_is_active((uv_handle_t *)ctx->priority_timer))
-		uv_timer_start(ctx->priority_timer, on_priority_timer, RUDA_PRIORITY_HOLD_MS / 2,
-			       0);
+		uv_timer_start(ctx->priority_timer, on_priority_timer, ms, 0);
 }
 
 /* `s` submitted work: it is active at its priority (queries, stats and
  * admin requests do not count). */
 static void note_active(struct ruda_session *s)
 {
-	if (s->device && s->priority < 8)
-		s->device->priority_active_until[s->priority] =
+	if (s->device && s->priority < RUDA_PRIORITY_LEVELS)
+		s->device->priority.active_until_ms[s->priority] =
 			uv_now(s->ctx->loop) + RUDA_PRIORITY_HOLD_MS;
 }
 

@@ -102,6 +102,8 @@ START_TEST(good_file)
 		"max_priority = 3\n"
 		"high_priority_users = 1000\n"
 		"high_priority_groups = root\n"
+		"priority_anticipation_us = 0\n"
+		"priority_max_wait_us = 5000\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -143,10 +145,12 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 30);
+	ck_assert_uint_eq(c.quotas[0].line, 32);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
+	ck_assert_uint_eq(c.priority_anticipation_us, 0);
+	ck_assert_uint_eq(c.priority_max_wait_us, 5000);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);
