@@ -128,6 +128,14 @@ void bench_priority(const ruda_device_properties *props)
 	printf("priority: the same, everyone at the default priority...\n");
 	loaded(d.socket_path, 0, 0, elems, window, &flat);
 	bench_daemon_stop(&d);
+	/* what the anticipation buys and costs: held clients start as soon
+	 * as the higher priority's work ends */
+	printf("priority: with priorities, no anticipation (priority_anticipation_us=0)...\n");
+	const char *eager_args[] = {"--set", set, "--set", "priority_anticipation_us=0", NULL};
+	struct latency eager;
+	bench_daemon_start(&d, eager_args);
+	loaded(d.socket_path, RUDA_PRIORITY_HIGHEST, RUDA_PRIORITY_LOWEST, elems, window, &eager);
+	bench_daemon_stop(&d);
 
 	char note[96];
 	bench_result("priority", "idle device: round trip, median", "us", idle.median_us,
@@ -141,6 +149,12 @@ void bench_priority(const ruda_device_properties *props)
 	bench_target(2.0);
 	bench_result("priority", "high vs 8 low saturating: p99", "us", prio.p99_us,
 		     idle.median_us, BENCH_LOWER, NULL);
+	snprintf(note, sizeof(note), "x idle; the low clients ran %.0f kernels/s",
+		 eager.low_rate);
+	bench_result("priority", "same, no anticipation: median", "us", eager.median_us,
+		     idle.median_us, BENCH_LOWER, note);
+	bench_result("priority", "same, no anticipation: p99", "us", eager.p99_us,
+		     idle.median_us, BENCH_LOWER, NULL);
 	snprintf(note, sizeof(note), "x idle; the others ran %.0f kernels/s", flat.low_rate);
 	bench_result("priority", "no priorities, 8 saturating: median", "us", flat.median_us,
 		     idle.median_us, BENCH_LOWER, note);
@@ -153,9 +167,10 @@ void bench_priority(const ruda_device_properties *props)
 		.xlabel = "",
 		.ylabel = "microseconds",
 		.bars = 1,
-		.nseries = 3,
+		.nseries = 4,
 		.series = {{.label = "idle device", .n = 1, .y = {idle.median_us}},
 			   {.label = "8 saturating, with priorities", .n = 1, .y = {prio.median_us}},
+			   {.label = "the same, no anticipation", .n = 1, .y = {eager.median_us}},
 			   {.label = "8 saturating, no priorities", .n = 1, .y = {flat.median_us}}},
 	};
 	bench_svg_write(&plot, "priority");
