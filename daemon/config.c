@@ -115,6 +115,10 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 						.reload = true},
 	[RUDA_CONFIG_MAX_STAGING_PER_UID] = {.name = "max_staging_per_uid", .type = T_MEMORY,
 					     .offset = F(max_staging_per_uid), .reload = true},
+	/* devices' allocators take it when they open */
+	[RUDA_CONFIG_FREED_MEMORY_KEEP_MS] = {.name = "freed_memory_keep_ms", .type = T_COUNT,
+					      .offset = F(freed_memory_keep_ms), .min = 0,
+					      .max = 3600000},
 	[RUDA_CONFIG_MAX_PRIORITY] = {.name = "max_priority", .type = T_COUNT,
 				      .offset = F(max_priority), .min = 1, .max = 7,
 				      .reload = true},
@@ -173,6 +177,7 @@ void ruda__config_init(struct ruda_config *c)
 	c->socket_mode = 0660;
 	c->socket_gid = (gid_t)-1;
 	c->arena_size = 16ull << 20;
+	c->freed_memory_keep_ms = RUDA_FREED_MEMORY_KEEP_MS;
 	c->max_priority = 4; /* RUDA_PRIORITY_NORMAL */
 	c->priority_anticipation_us = RUDA_PRIORITY_ANTICIPATION_US;
 	c->priority_max_wait_us = RUDA_PRIORITY_MAX_WAIT_US;

@@ -27,6 +27,10 @@
 #define RUDA_PRIORITY_ANTICIPATION_US 1000u
 #define RUDA_PRIORITY_MAX_WAIT_US 2000u
 
+/* How long freed large buffers' device memory is kept for reuse
+ * (daemon/memory.c). */
+#define RUDA_FREED_MEMORY_KEEP_MS 10000u
+
 /* The top-level keys, in the order rudad.conf(5) documents them. */
 enum ruda_config_key {
 	RUDA_CONFIG_SOCKET,
@@ -46,6 +50,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_UNCHECKED_LAUNCH_USERS,
 	RUDA_CONFIG_UNCHECKED_LAUNCH_GROUPS,
 	RUDA_CONFIG_FORCE_CHECKED_LAUNCHES,
+	RUDA_CONFIG_FREED_MEMORY_KEEP_MS,
 	RUDA_CONFIG_EXPORT_MEMORY,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
@@ -109,6 +114,8 @@ struct ruda_config {
 	 * it is the host's RAM, not the device's (docs/memory.md) */
 	uint64_t max_staging_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_staging_per_uid;    /* default: half the host's memory */
+	/* how long freed large buffers' memory is kept for reuse (0: not) */
+	uint32_t freed_memory_keep_ms;
 
 	/* scheduling priority (1..7) a client may ask for; high_priority_*
 	 * may ask for up to 7 */

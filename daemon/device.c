@@ -285,6 +285,9 @@ static void *completion_main(void *arg)
 static void on_watchdog(uv_timer_t *timer)
 {
 	struct ruda_device *d = timer->data;
+	/* kept pages nobody took back go, so an idle daemon holds no more
+	 * device memory than its buffers */
+	ruda__memory_age(&d->allocator, uv_hrtime());
 	uint64_t done = atomic_load(&d->completed), now = uv_now(timer->loop);
 	if (done != d->watch_done || !d->inflight || atomic_load(&d->lost)) {
 		d->watch_done = done;

@@ -534,6 +534,9 @@ int main(int argc, char **argv)
 				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,
 				  CACHE_SAVE_PERIOD_MS) < 0)
 		goto out_devices;
+	for (uint32_t i = 0; i < d.devices.count; i++)
+		d.devices.devices[i]->allocator.keep_for_ns =
+			(uint64_t)d.config.freed_memory_keep_ms * 1000000u;
 	if (ruda__server_init(&d.server, d.loop, &so, d.devices.devices, d.devices.pipelines,
 			      d.devices.count) < 0)
 		goto out_devices;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "device.h"
 #include "log.h"
 
@@ -22,6 +23,7 @@ struct ruda_memory_page {
 	int persistent; /* shared page for persistent-mode buffers */
 	int exportable; /* dedicated, allocated for export */
 	int kept;       /* dedicated, freed, kept for the next buffer of its size */
+	uint64_t kept_at_ns; /* uv_hrtime() when it was kept */
 	struct free_range *free;
 };
 
@@ -68,6 +70,7 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	m->keep_dedicated = m->heap_size / 8;
 	if (m->keep_dedicated > (4ull << 30))
 		m->keep_dedicated = 4ull << 30;
+	m->keep_for_ns = RUDA_FREED_MEMORY_KEEP_MS * 1000000ull;
 	return 0;
 }
 
@@ -117,16 +120,17 @@ void ruda__memory_finish(struct ruda_memory *m)
 	}
 }
 
-/* Give back every kept dedicated page and, when `empty_shared`, every
- * empty shared page; the bytes. */
-static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared)
+/* Give back the kept dedicated pages kept at `kept_by_ns` or before and,
+ * when `empty_shared`, every empty shared page; the bytes. */
+static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared, uint64_t kept_by_ns)
 {
 	uint64_t freed = 0;
 	struct ruda_memory_page **link = &m->pages;
 	while (*link) {
 		struct ruda_memory_page *p = *link;
 		int shared_empty = !p->dedicated && p->used == 0;
-		if (!p->kept && !(empty_shared && shared_empty)) {
+		int old_kept = p->kept && p->kept_at_ns <= kept_by_ns;
+		if (!old_kept && !(empty_shared && shared_empty)) {
 			link = &p->next;
 			continue;
 		}
@@ -143,7 +147,7 @@ static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared)
 
 static uint64_t release_kept(struct ruda_memory *m)
 {
-	return give_back_idle(m, 0);
+	return give_back_idle(m, 0, UINT64_MAX);
 }
 
 /* Whether `size` more bytes fit in the heap beside the pages reserved and
@@ -391,10 +395,11 @@ void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
 	if (p->dedicated) {
 		/* kept while there is room (exportable ones never: an importer
 		 * may still hold their memory), the oldest kept ones first out */
-		if (!p->exportable && p->size <= m->keep_dedicated) {
+		if (!p->exportable && m->keep_for_ns && p->size <= m->keep_dedicated) {
 			while (m->stats.kept_bytes + p->size > m->keep_dedicated)
 				release_oldest_kept(m);
 			p->kept = 1;
+			p->kept_at_ns = uv_hrtime();
 			m->stats.kept_bytes += p->size;
 			return;
 		}
@@ -416,5 +421,12 @@ void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
 
 uint64_t ruda__memory_cleanup(struct ruda_memory *m)
 {
-	return give_back_idle(m, 1);
+	return give_back_idle(m, 1, UINT64_MAX);
+}
+
+uint64_t ruda__memory_age(struct ruda_memory *m, uint64_t now_ns)
+{
+	if (!m->stats.kept_bytes || now_ns < m->keep_for_ns)
+		return 0;
+	return give_back_idle(m, 0, now_ns - m->keep_for_ns);
 }

@@ -40,6 +40,7 @@ struct ruda_memory {
 	uint64_t max_shared;        /* larger allocations get their own page */
 	uint32_t keep_empty;        /* empty shared pages kept for reuse */
 	uint64_t keep_dedicated;    /* bytes of freed dedicated pages kept */
+	uint64_t keep_for_ns;       /* a kept page unused this long goes back (0: none kept) */
 	uint64_t heap_size;         /* of the pages' heap: never reserve more */
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
@@ -71,5 +72,9 @@ void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a);
 
 /* Free every empty shared page; returns the bytes given back. */
 uint64_t ruda__memory_cleanup(struct ruda_memory *m);
+
+/* Give back the kept dedicated pages that have waited `keep_for_ns` by
+ * `now_ns` (uv_hrtime()); returns the bytes. */
+uint64_t ruda__memory_age(struct ruda_memory *m, uint64_t now_ns);
 
 #endif

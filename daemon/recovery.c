@@ -100,6 +100,7 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 		return err;
 	uv_unref((uv_handle_t *)&fresh->async);
 	fresh->submission_timeout_ns = old->submission_timeout_ns;
+	fresh->allocator.keep_for_ns = old->allocator.keep_for_ns;
 	fresh->on_progress = old->on_progress;
 	fresh->progress_data = old->progress_data;
 

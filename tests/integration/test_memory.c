@@ -304,6 +304,49 @@ START_TEST(quota_per_client_while_another_allocates)
 }
 END_TEST
 
+/* A freed large buffer's page is kept for freed_memory_keep_ms, then given
+ * back by itself; with 0 it is never kept. */
+START_TEST(kept_pages_age_out)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "freed_memory_keep_ms=300", NULL};
+	test_daemon_start(&d, args);
+	ruda_client *c = test_connect(&d, "ager");
+	ruda_memory_usage base, full, u;
+	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
+	ruda_handle big;
+	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(c, &full), RUDA_OK);
+	ck_assert_uint_ge(full.bytes_reserved, base.bytes_reserved + (100u << 20));
+	ruda_client_release(c, big);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
+	ck_assert_uint_eq(u.bytes_reserved, full.bytes_reserved); /* kept */
+	/* given back without any request: the daemon's own clock */
+	int polls = 0;
+	do {
+		usleep(20000);
+		ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
+	} while (u.bytes_reserved != base.bytes_reserved && ++polls < 500);
+	ck_assert_uint_eq(u.bytes_reserved, base.bytes_reserved);
+	ck_assert_uint_eq(u.pages, base.pages);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+
+	const char *none[] = {"--set", "freed_memory_keep_ms=0", NULL};
+	test_daemon_start(&d, none);
+	c = test_connect(&d, "keeps nothing");
+	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
+	ruda_client_release(c, big);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
+	ck_assert_uint_eq(u.bytes_reserved, base.bytes_reserved);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memory");
@@ -320,6 +363,7 @@ int main(void)
 	tcase_set_timeout(config, 60);
 	tcase_add_test(config, quotas_enforced);
 	tcase_add_test(config, quota_per_client_while_another_allocates);
+	tcase_add_test(config, kept_pages_age_out);
 	suite_add_tcase(s, config);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

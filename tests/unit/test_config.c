@@ -94,6 +94,7 @@ START_TEST(good_file)
 		"unchecked_launch_users = 1000\n"
 		"unchecked_launch_groups =\n"
 		"force_checked_launches = on\n"
+		"freed_memory_keep_ms = 250\n"
 		"export_memory = no\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
@@ -138,6 +139,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.unchecked_launch_groups.count, 0);
 	ck_assert(c.force_checked_launches);
 	ck_assert(!c.export_memory);
+	ck_assert_uint_eq(c.freed_memory_keep_ms, 250);
 	ck_assert(c.max_memory_per_client == 1ull << 30);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
 	ck_assert(c.max_staging_per_client == 256ull << 20);
@@ -145,7 +147,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 32);
+	ck_assert_uint_eq(c.quotas[0].line, 33);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
