@@ -507,6 +507,9 @@ static void admin_memory(struct ruda_session *s, uint64_t request, const Ruda__A
 		m->page_size = mem->page_size;
 		m->max_shared = mem->max_shared;
 		m->keep_empty = mem->keep_empty;
+		m->kept_bytes = mem->stats.kept_bytes;
+		m->kept_max_bytes = mem->keep_dedicated;
+		m->kept_for_ms = (uint32_t)(mem->keep_for_ns / 1000000u);
 		m->memory_type = mem->type;
 		ptrs[i] = m;
 	}

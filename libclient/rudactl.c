@@ -705,6 +705,10 @@ static void print_memory(const struct snapshot *snap)
 		       "kept\n",
 		       "pool", fmt_bytes(a, sizeof(a), m->page_size),
 		       fmt_bytes(b, sizeof(b), m->max_shared), m->keep_empty);
+		printf("  %-14s %s of freed buffers' own pages, for the next of their size "
+		       "(up to %s, %.1f s each)\n",
+		       "kept", fmt_bytes(a, sizeof(a), m->kept_bytes),
+		       fmt_bytes(b, sizeof(b), m->kept_max_bytes), m->kept_for_ms / 1000.0);
 		printf("  %-14s %s in %u arenas (host pages shared with clients); %s in %u "
 		       "imported (pinned at their first transfer)\n\n",
 		       "arenas", fmt_bytes(a, sizeof(a), m->arena_bytes), m->arenas,

@@ -350,6 +350,9 @@ void json_memory_device(struct json *j, const Ruda__AdminMemoryDevice *m)
 	json_u64(j, "page_size_bytes", m->page_size);
 	json_u64(j, "max_shared_bytes", m->max_shared);
 	json_u64(j, "keep_empty_pages", m->keep_empty);
+	json_u64(j, "kept_bytes", m->kept_bytes);
+	json_u64(j, "kept_max_bytes", m->kept_max_bytes);
+	json_u64(j, "kept_for_ms", m->kept_for_ms);
 	json_u64(j, "memory_type", m->memory_type);
 	json_object_end(j);
 }

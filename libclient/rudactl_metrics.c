@@ -166,6 +166,9 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 	MEMORY_FAMILY("ruda_device_memory_pages", "gauge", "Memory pages held.", m->pages);
 	MEMORY_FAMILY("ruda_device_memory_empty_pages", "gauge",
 		      "Shared pages holding nothing (cleanup frees them).", m->empty_pages);
+	MEMORY_FAMILY("ruda_device_memory_kept_bytes", "gauge",
+		      "Freed buffers' own pages kept for the next buffer of their size.",
+		      m->kept_bytes);
 
 	CACHE_FAMILY("ruda_pipeline_cache_entries", "gauge", "Pipelines the registry holds.",
 		     m->entries);

@@ -673,6 +673,8 @@ START_TEST(metrics_exposition)
 	unsigned long long alpha = (unsigned long long)ruda_client_session_id(w.alpha);
 	expect_in(r->out, "# HELP ruda_clients ");
 	expect_in(r->out, "# TYPE ruda_clients gauge\nruda_clients 2\n");
+	expect_in(r->out, "# TYPE ruda_device_memory_kept_bytes gauge\n"
+			  "ruda_device_memory_kept_bytes{device=\"0\"} 0\n");
 	expect_in(r->out, "# TYPE ruda_client_buffer_bytes gauge\n");
 	snprintf(line, sizeof(line),
 		 "\nruda_client_buffer_bytes{client=\"%llu\",name=\"alpha\",uid=\"%u\",device=\"0\"} "
@@ -783,6 +785,10 @@ START_TEST(cleanup_drops_unused_pipelines)
 	ck_assert_int_eq(ruda_client_empty(c, MiB, &h), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	ck_assert_int_eq(ruda_client_release(c, h), RUDA_OK);
+	/* and a large buffer's own page, kept for the next of its size */
+	ck_assert_int_eq(ruda_client_empty(c, 100 * MiB, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(c, h), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	struct ctl_run *r = malloc(sizeof(*r));
 	CTL(r, &d, "memory", "--json");
@@ -790,7 +796,14 @@ START_TEST(cleanup_drops_unused_pipelines)
 	struct flat *m = json_parse(r->out);
 	unsigned long long reserved = jnum(m, "devices.0.reserved_bytes");
 	ck_assert_uint_eq(jnum(m, "devices.0.buffer_bytes"), 0);
+	ck_assert_uint_eq(jnum(m, "devices.0.kept_bytes"), 100 * MiB);
+	ck_assert_uint_ge(jnum(m, "devices.0.kept_max_bytes"), 100 * MiB);
+	ck_assert_uint_eq(jnum(m, "devices.0.kept_for_ms"), 10000);
+	ck_assert_uint_ge(reserved, 101 * MiB);
 	json_free(m);
+	CTL(r, &d, "memory");
+	expect_ok(r, "memory");
+	expect_in(r->out, "kept           100.0 MiB of freed buffers' own pages");
 
 	CTL(r, &d, "cache", "--json");
 	expect_ok(r, "cache --json");
@@ -810,6 +823,7 @@ START_TEST(cleanup_drops_unused_pipelines)
 	m = json_parse(r->out);
 	ck_assert_uint_eq(jnum(m, "devices.0.reserved_bytes"), reserved - freed);
 	ck_assert_uint_eq(jnum(m, "devices.0.empty_pages"), 0);
+	ck_assert_uint_eq(jnum(m, "devices.0.kept_bytes"), 0);
 	json_free(m);
 
 	CTL(r, &d, "cache", "--json");
