@@ -510,6 +510,7 @@ static void admin_memory(struct ruda_session *s, uint64_t request, const Ruda__A
 		m->kept_bytes = mem->stats.kept_bytes;
 		m->kept_max_bytes = mem->keep_dedicated;
 		m->kept_for_ms = (uint32_t)(mem->keep_for_ns / 1000000u);
+		m->zero_filled_bytes = d->stats.zero_filled_bytes;
 		m->memory_type = mem->type;
 		ptrs[i] = m;
 	}

@@ -53,6 +53,7 @@ struct ruda_device_stats {
 	uint64_t pipelines;
 	uint64_t kernels_compiled;
 	uint64_t cache_file_bytes; /* pipeline cache file, at the last load or save */
+	uint64_t zero_filled_bytes; /* new buffers' bytes zero-filled, since start */
 };
 
 struct ruda_device {

@@ -144,6 +144,7 @@ static int record_fills(struct ruda_stream *s, struct ruda_buffer *skip)
 			return -1;
 		/* what the writes since it was made have not covered */
 		vkCmdFillBuffer(cmd, b->vk, b->zero_from, VK_WHOLE_SIZE, 0);
+		s->device->stats.zero_filled_bytes += b->vk_size - b->zero_from;
 		s->recording->commands++;
 		s->records_fills = 1;
 		*link = b->zero_next;
@@ -272,9 +273,9 @@ ruda_status ruda__stream_copy_region(struct ruda_stream *s, struct ruda_arena *r
 				     uint64_t offset, uint64_t size, int to_buffer)
 {
 	/* held by the submission the copy goes into (copy() records into the
-	 * open one, and may submit it only after recording) */
-	if ((!s->recording && !record(s)) ||
-	    ruda__submission_hold(s->recording, &region->ref) < 0)
+	 * open one, and may submit it only after recording); opened without
+	 * recording the waiting fills, which copy_in may skip for `buffer` */
+	if (!recording(s) || ruda__submission_hold(s->recording, &region->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	return to_buffer ? copy_in(s, region->buffer, region_offset, buffer, offset, size)
 			 : copy(s, buffer->vk, offset, region->buffer, region_offset, size, buffer,

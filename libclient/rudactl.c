@@ -696,8 +696,9 @@ static void print_memory(const struct snapshot *snap)
 		const Ruda__AdminMemoryDevice *m = snap->memory->devices[i];
 		printf("device %u: %s\n", m->index, m->name);
 		print_heaps(m->heaps, m->n_heaps);
-		printf("  %-14s %s in %" PRIu64 " buffers\n", "buffers",
-		       fmt_bytes(a, sizeof(a), m->buffer_bytes), m->buffers);
+		printf("  %-14s %s in %" PRIu64 " buffers; %s zero-filled since start\n",
+		       "buffers", fmt_bytes(a, sizeof(a), m->buffer_bytes), m->buffers,
+		       fmt_bytes(b, sizeof(b), m->zero_filled_bytes));
 		printf("  %-14s %s in %" PRIu64 " pages (%" PRIu64 " empty), %s of it free\n",
 		       "reserved", fmt_bytes(a, sizeof(a), m->reserved_bytes), m->pages,
 		       m->empty_pages, fmt_bytes(b, sizeof(b), m->free_bytes));

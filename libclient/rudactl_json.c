@@ -353,6 +353,7 @@ void json_memory_device(struct json *j, const Ruda__AdminMemoryDevice *m)
 	json_u64(j, "kept_bytes", m->kept_bytes);
 	json_u64(j, "kept_max_bytes", m->kept_max_bytes);
 	json_u64(j, "kept_for_ms", m->kept_for_ms);
+	json_u64(j, "zero_filled_bytes", m->zero_filled_bytes);
 	json_u64(j, "memory_type", m->memory_type);
 	json_object_end(j);
 }

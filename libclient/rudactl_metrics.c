@@ -166,6 +166,8 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 	MEMORY_FAMILY("ruda_device_memory_pages", "gauge", "Memory pages held.", m->pages);
 	MEMORY_FAMILY("ruda_device_memory_empty_pages", "gauge",
 		      "Shared pages holding nothing (cleanup frees them).", m->empty_pages);
+	MEMORY_FAMILY("ruda_device_zero_filled_bytes_total", "counter",
+		      "New buffers' bytes zero-filled since rudad started.", m->zero_filled_bytes);
 	MEMORY_FAMILY("ruda_device_memory_kept_bytes", "gauge",
 		      "Freed buffers' own pages kept for the next buffer of their size.",
 		      m->kept_bytes);

@@ -772,6 +772,55 @@ START_TEST(kill_disconnects_and_frees)
 }
 END_TEST
 
+static unsigned long long zero_filled(struct ctl_run *r, const struct test_daemon *d)
+{
+	CTL(r, d, "memory", "--json");
+	expect_ok(r, "memory --json");
+	struct flat *m = json_parse(r->out);
+	unsigned long long z = jnum(m, "devices.0.zero_filled_bytes");
+	json_free(m);
+	return z;
+}
+
+/* New buffers' zero fills are counted; a create (from the arena or from a
+ * staging region) writes the buffer whole and needs none, and an in-order
+ * partial write leaves only the rest to fill. */
+START_TEST(zero_fills_counted)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *c = test_connect(&d, "filler");
+	struct ctl_run *r = malloc(sizeof(*r));
+	static uint8_t data[MiB], back[MiB];
+	memset(data, 5, sizeof(data));
+	unsigned long long z0 = zero_filled(r, &d);
+	ruda_staging st;
+	ck_assert_int_eq(ruda_client_staging_create(c, MiB, &st), RUDA_OK);
+	memset(st.data, 6, MiB);
+	ruda_handle whole, arena, half;
+	ck_assert_int_eq(ruda_client_create_from_staging(c, &st, 0, MiB, &whole), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	/* the staging write opens the submission: it must not record the fill */
+	ck_assert_int_eq(ruda_client_read_one(c, whole, back), RUDA_OK);
+	ck_assert_int_eq(back[MiB - 1], 6);
+	ck_assert_int_eq(ruda_client_create(c, data, MiB, &arena), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_uint_eq(zero_filled(r, &d), z0);
+	/* half written in order from a staging region: the other half is
+	 * filled before the read */
+	ck_assert_int_eq(ruda_client_empty(c, MiB, &half), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_write_from_staging(c, half, 0, &st, 0, MiB / 2), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(c, half, back), RUDA_OK);
+	ck_assert_int_eq(back[0], 6);
+	ck_assert_int_eq(back[MiB - 1], 0);
+	ck_assert_uint_eq(zero_filled(r, &d), z0 + MiB / 2);
+	free(r);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(cleanup_drops_unused_pipelines)
 {
 	struct test_daemon d;
@@ -1119,6 +1168,7 @@ int main(void)
 	tcase_add_test(tc, metrics_exposition);
 	tcase_add_test(tc, kill_disconnects_and_frees);
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);
+	tcase_add_test(tc, zero_fills_counted);
 	tcase_add_test(tc, drain_then_last_client_leaves);
 	tcase_add_test(tc, shutdown_stops_daemon);
 	tcase_add_test(tc, non_admin_refused);
