@@ -220,6 +220,33 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+
+/* Each field's median over `n` rounds, size by size. */
+static struct bench_transfer_result median_transfer_result(const struct bench_transfer_result *r,
+							   int n, size_t nsizes)
+{
+	struct bench_transfer_result out = {0};
+	double v[8];
+#define MEDIAN_OF(field)                                                                   \
+	do {                                                                               \
+		for (size_t s = 0; s < nsizes; s++) {                                      \
+			for (int i = 0; i < n; i++)                                        \
+				v[i] = r[i].field[s];                                      \
+			out.field[s] = bench_median(v, (size_t)n);                         \
+		}                                                                          \
+	} while (0)
+	MEDIAN_OF(create_gbs);
+	MEDIAN_OF(write_gbs);
+	MEDIAN_OF(download_gbs);
+	MEDIAN_OF(staging_create_gbs);
+	MEDIAN_OF(staging_write_gbs);
+	MEDIAN_OF(staging_download_gbs);
+	MEDIAN_OF(alloc_ms);
+	MEDIAN_OF(fresh_copy_gbs);
+#undef MEDIAN_OF
+	return out;
+}
+
 static void transfers(const struct bench_daemon *d, const ruda_device_properties *props)
 {
 	/* the largest size fits the option, the device and the host */
@@ -262,13 +289,31 @@ static void transfers(const struct bench_daemon *d, const ruda_device_properties
 		plan.warmup[plan.nsizes] = warm < 1 ? 1 : warm > 256 ? 256 : (int)warm;
 		plan.nsizes++;
 	}
-	printf("transfers: in-process...\n");
-	fflush(stdout);
-	struct bench_transfer_result base, rudad;
-	bench_inproc_transfers(&plan, &base);
-	printf("transfers: rudad...\n");
-	fflush(stdout);
-	bench_rudad_transfers(d, &plan, &rudad);
+	/* the two sides take turns and each figure is the median over the
+	 * rounds, as for launches and kernels: on lavapipe one side's run
+	 * could come out 10-20 % off the other's from the machine's drift */
+	enum { MAX_ROUNDS = 3 };
+	int rounds = bench_opt.quick ? 1 : MAX_ROUNDS;
+	static struct bench_transfer_result base_r[MAX_ROUNDS], rudad_r[MAX_ROUNDS];
+	for (int r = 0; r < rounds; r++) {
+		printf("transfers (round %d of %d): in-process...\n", r + 1, rounds);
+		fflush(stdout);
+		bench_inproc_transfers(&plan, &base_r[r]);
+		printf("transfers (round %d of %d): rudad...\n", r + 1, rounds);
+		fflush(stdout);
+		bench_rudad_transfers(d, &plan, &rudad_r[r]);
+		for (size_t i = 0; i < plan.nsizes; i++) {
+			char size[32];
+			printf("transfers (round %d): %s staging create/write/read %.3f/%.3f/%.3f x "
+			       "in-process\n",
+			       r + 1, bench_size_name(plan.sizes[i], size, sizeof(size)),
+			       rudad_r[r].staging_create_gbs[i] / base_r[r].create_gbs[i],
+			       rudad_r[r].staging_write_gbs[i] / base_r[r].write_gbs[i],
+			       rudad_r[r].staging_download_gbs[i] / base_r[r].download_gbs[i]);
+		}
+	}
+	struct bench_transfer_result base = median_transfer_result(base_r, rounds, plan.nsizes);
+	struct bench_transfer_result rudad = median_transfer_result(rudad_r, rounds, plan.nsizes);
 	static const char *ops[] = {"create + sync", "write + sync", "read_one"};
 	for (int op = 0; op < 3; op++)
 		for (size_t i = 0; i < plan.nsizes; i++) {
