@@ -217,7 +217,8 @@ check: deps
 BENCH_DIR := $(BUILD)/bench
 BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement
 BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c \
-	tests/bench/queue_priority.c tests/bench/copy_placement.c,$(wildcard tests/bench/*.c))
+	tests/bench/queue_priority.c tests/bench/copy_placement.c tests/bench/plain_vk.c,\
+	$(wildcard tests/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_ARGS ?=
 
@@ -235,10 +236,16 @@ $(BENCH_DIR)/bench: $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
 
 # plain Vulkan and nothing else: what a program without rudad loads; and
 # what a device does with queue priorities
-$(BENCH_DIR)/first_vk $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/bench/%.c
+$(BENCH_DIR)/first_vk: tests/bench/first_vk.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
 		-o $@ $< $(call pc,--libs,vulkan)
+
+$(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/bench/%.c \
+		tests/bench/plain_vk.c tests/bench/plain_vk.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
+		-o $@ $< tests/bench/plain_vk.c $(call pc,--libs,vulkan)
 
 $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)

@@ -24,28 +24,14 @@
 #include <unistd.h>
 #include <vulkan/vulkan.h>
 
+#include "plain_vk.h"
+
 #define GiB (1024ull * 1024ull * 1024ull)
 
 static VkDeviceSize buffer_size = GiB; /* of each buffer */
 #define PAIRS 6
 #define LAUNCHES 50
 #define REPS 5
-
-#define VK(call)                                                                   \
-	do {                                                                       \
-		VkResult r_ = (call);                                              \
-		if (r_ != VK_SUCCESS) {                                            \
-			fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #call, r_); \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
-
-struct kernel {
-	VkShaderModule module;
-	VkDescriptorSetLayout set_layout;
-	VkPipelineLayout layout;
-	VkPipeline pipeline;
-};
 
 struct probe {
 	VkPhysicalDevice physical;
@@ -55,7 +41,7 @@ struct probe {
 	VkCommandBuffer cmd;
 	VkFence fence;
 	uint32_t memory_type;
-	struct kernel copy, saxpy;
+	struct plain_kernel copy, saxpy;
 	PFN_vkCmdPushDescriptorSetKHR push_descriptor;
 };
 
@@ -66,84 +52,6 @@ struct buffer {
 	int owns_memory;
 	VkDeviceAddress address;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static uint32_t *read_spirv(const char *dir, const char *name, size_t *size)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "cannot open %s\n", path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	*size = (size_t)ftell(f);
-	rewind(f);
-	uint32_t *words = malloc(*size);
-	if (!words || fread(words, 1, *size, f) != *size)
-		exit(1);
-	fclose(f);
-	return words;
-}
-
-static void make_kernel(struct probe *p, const char *dir, const char *name, uint32_t push,
-			struct kernel *k)
-{
-	size_t size;
-	uint32_t *code = read_spirv(dir, name, &size);
-	VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-				       .codeSize = size, .pCode = code};
-	VK(vkCreateShaderModule(p->dev, &mi, NULL, &k->module));
-	free(code);
-	VkDescriptorSetLayoutBinding b[2];
-	for (uint32_t i = 0; i < 2; i++)
-		b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
-						      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-						      .descriptorCount = 1,
-						      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-	VkDescriptorSetLayoutCreateInfo si = {
-		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-		.bindingCount = 2,
-		.pBindings = b};
-	VK(vkCreateDescriptorSetLayout(p->dev, &si, NULL, &k->set_layout));
-	VkPushConstantRange range = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = push};
-	VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-					 .setLayoutCount = 1,
-					 .pSetLayouts = &k->set_layout,
-					 .pushConstantRangeCount = 1,
-					 .pPushConstantRanges = &range};
-	VK(vkCreatePipelineLayout(p->dev, &li, NULL, &k->layout));
-	VkComputePipelineCreateInfo ci = {
-		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-		.stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-			  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-			  .module = k->module,
-			  .pName = "main"},
-		.layout = k->layout};
-	VK(vkCreateComputePipelines(p->dev, VK_NULL_HANDLE, 1, &ci, NULL, &k->pipeline));
-}
-
-static void destroy_kernel(struct probe *p, struct kernel *k)
-{
-	vkDestroyPipeline(p->dev, k->pipeline, NULL);
-	vkDestroyPipelineLayout(p->dev, k->layout, NULL);
-	vkDestroyDescriptorSetLayout(p->dev, k->set_layout, NULL);
-	vkDestroyShaderModule(p->dev, k->module, NULL);
-}
 
 static VkDeviceMemory allocate(struct probe *p, VkDeviceSize size)
 {
@@ -201,7 +109,7 @@ static void run(struct probe *p)
 
 /* `n` dispatches of `k` over a and b, each after a barrier as rudad records
  * them, submitted once; seconds. */
-static double dispatches(struct probe *p, const struct kernel *k, const struct buffer *a,
+static double dispatches(struct probe *p, const struct plain_kernel *k, const struct buffer *a,
 			 const struct buffer *b, const void *push, uint32_t push_size, int n)
 {
 	/* one invocation an item, at most 65535 groups of 256 (the bench's grid) */
@@ -236,9 +144,9 @@ static double dispatches(struct probe *p, const struct kernel *k, const struct b
 		vkCmdDispatch(p->cmd, groups, 1, 1);
 	}
 	VK(vkEndCommandBuffer(p->cmd));
-	double t0 = now_s();
+	double t0 = plain_now_s();
 	run(p);
-	return now_s() - t0;
+	return plain_now_s() - t0;
 }
 
 /* TB/s of a kernel over (a, b): the median of REPS runs of LAUNCHES. */
@@ -246,14 +154,14 @@ static double speed(struct probe *p, int saxpy, const struct buffer *a, const st
 {
 	uint32_t copy_push = (uint32_t)(buffer_size / 16);
 	struct { float alpha; uint32_t n; } saxpy_push = {1.0f, (uint32_t)(buffer_size / 4)};
-	const struct kernel *k = saxpy ? &p->saxpy : &p->copy;
+	const struct plain_kernel *k = saxpy ? &p->saxpy : &p->copy;
 	const void *push = saxpy ? (const void *)&saxpy_push : (const void *)&copy_push;
 	uint32_t push_size = saxpy ? sizeof(saxpy_push) : sizeof(copy_push);
 	double t[REPS];
 	dispatches(p, k, a, b, push, push_size, 1); /* first touch, warm-up */
 	for (int i = 0; i < REPS; i++)
 		t[i] = dispatches(p, k, a, b, push, push_size, LAUNCHES);
-	qsort(t, REPS, sizeof(*t), cmp_double);
+	qsort(t, REPS, sizeof(*t), plain_cmp_double);
 	return (saxpy ? 3.0 : 2.0) * (double)buffer_size * LAUNCHES / t[REPS / 2] / 1e9;
 }
 
@@ -306,15 +214,15 @@ static void open_probe(VkPhysicalDevice pd, const char *dir, struct probe *p)
 			p->memory_type = i;
 			break;
 		}
-	make_kernel(p, dir, "copy.spv", 4, &p->copy);
-	make_kernel(p, dir, "saxpy.spv", 8, &p->saxpy);
+	plain_kernel_make(p->dev, dir, "copy.spv", 2, 4, &p->copy);
+	plain_kernel_make(p->dev, dir, "saxpy.spv", 2, 8, &p->saxpy);
 }
 
 static void close_probe(struct probe *p)
 {
 	vkDeviceWaitIdle(p->dev);
-	destroy_kernel(p, &p->copy);
-	destroy_kernel(p, &p->saxpy);
+	plain_kernel_destroy(p->dev, &p->copy);
+	plain_kernel_destroy(p->dev, &p->saxpy);
 	vkDestroyFence(p->dev, p->fence, NULL);
 	vkDestroyCommandPool(p->dev, p->pool, NULL);
 	vkDestroyDevice(p->dev, NULL);

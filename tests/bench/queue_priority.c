@@ -21,18 +21,11 @@
 #include <time.h>
 #include <vulkan/vulkan.h>
 
+#include "plain_vk.h"
+
 #define LOAD_ELEMENTS (64u << 20) /* floats per saxpy: the priority bench's */
 #define LOAD_IN_FLIGHT 4
 #define SAMPLES 1000
-
-#define VK(call)                                                                   \
-	do {                                                                       \
-		VkResult r_ = (call);                                              \
-		if (r_ != VK_SUCCESS) {                                            \
-			fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #call, r_); \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
 
 enum setup { SAME_FAMILY, OTHER_FAMILY, GLOBAL_HIGH, GLOBAL_REALTIME, SETUPS };
 static const char *const setup_names[SETUPS] = {"same-family", "other-family", "global-high",
@@ -46,93 +39,16 @@ struct queue {
 	uint64_t value;
 };
 
-struct kernel {
-	VkShaderModule module;
-	VkDescriptorSetLayout set_layout;
-	VkPipelineLayout layout;
-	VkPipeline pipeline;
-};
-
 struct probe {
 	VkPhysicalDevice physical;
 	VkDevice dev;
 	struct queue load, latency;
-	struct kernel fill, saxpy;
+	struct plain_kernel fill, saxpy;
 	VkBuffer small, x, y;
 	VkDeviceMemory memory[3];
 	VkCommandBuffer load_cmd, latency_cmd;
 	PFN_vkCmdPushDescriptorSetKHR push_descriptor;
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static uint32_t *read_spirv(const char *dir, const char *name, size_t *size)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "cannot open %s\n", path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	*size = (size_t)ftell(f);
-	rewind(f);
-	uint32_t *words = malloc(*size);
-	if (!words || fread(words, 1, *size, f) != *size)
-		exit(1);
-	fclose(f);
-	return words;
-}
-
-static void make_kernel(struct probe *p, const char *dir, const char *name, uint32_t bindings,
-			uint32_t push, struct kernel *k)
-{
-	size_t size;
-	uint32_t *code = read_spirv(dir, name, &size);
-	VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-				       .codeSize = size, .pCode = code};
-	VK(vkCreateShaderModule(p->dev, &mi, NULL, &k->module));
-	free(code);
-	VkDescriptorSetLayoutBinding b[2];
-	for (uint32_t i = 0; i < bindings; i++)
-		b[i] = (VkDescriptorSetLayoutBinding){.binding = i,
-						      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-						      .descriptorCount = 1,
-						      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
-	VkDescriptorSetLayoutCreateInfo si = {
-		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-		.bindingCount = bindings,
-		.pBindings = b};
-	VK(vkCreateDescriptorSetLayout(p->dev, &si, NULL, &k->set_layout));
-	VkPushConstantRange range = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = push};
-	VkPipelineLayoutCreateInfo li = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-					 .setLayoutCount = 1,
-					 .pSetLayouts = &k->set_layout,
-					 .pushConstantRangeCount = 1,
-					 .pPushConstantRanges = &range};
-	VK(vkCreatePipelineLayout(p->dev, &li, NULL, &k->layout));
-	VkComputePipelineCreateInfo ci = {
-		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-		.stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-			  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-			  .module = k->module,
-			  .pName = "main"},
-		.layout = k->layout};
-	VK(vkCreateComputePipelines(p->dev, VK_NULL_HANDLE, 1, &ci, NULL, &k->pipeline));
-}
 
 static void make_buffer(struct probe *p, VkDeviceSize size, VkBuffer *buf, VkDeviceMemory *mem)
 {
@@ -158,7 +74,7 @@ static void make_buffer(struct probe *p, VkDeviceSize size, VkBuffer *buf, VkDev
 	VK(vkBindBufferMemory(p->dev, *buf, *mem, 0));
 }
 
-static void record(struct probe *p, VkCommandBuffer cmd, const struct kernel *k,
+static void record(struct probe *p, VkCommandBuffer cmd, const struct plain_kernel *k,
 		   const VkBuffer *bufs, uint32_t n, const void *push, uint32_t push_size,
 		   uint32_t groups)
 {
@@ -222,14 +138,14 @@ static void measure(struct probe *p, int loaded, double *median, double *p99)
 		/* keep the load queue LOAD_IN_FLIGHT deep */
 		while (loaded && p->load.value - completed(p, &p->load) < LOAD_IN_FLIGHT)
 			submit(&p->load, p->load_cmd);
-		double t0 = now_us();
+		double t0 = plain_now_s() * 1e6;
 		submit(&p->latency, p->latency_cmd);
 		wait_for(p, &p->latency, p->latency.value);
 		if (i >= 0)
-			t[i] = now_us() - t0;
+			t[i] = plain_now_s() * 1e6 - t0;
 	}
 	wait_for(p, &p->load, p->load.value);
-	qsort(t, SAMPLES, sizeof(*t), cmp_double);
+	qsort(t, SAMPLES, sizeof(*t), plain_cmp_double);
 	*median = t[SAMPLES / 2];
 	*p99 = t[SAMPLES * 99 / 100];
 }
@@ -342,8 +258,8 @@ static int open_probe(VkPhysicalDevice pd, enum setup setup, const char *dir, st
 	else
 		make_queue(p, (uint32_t)second, 0, &p->latency);
 
-	make_kernel(p, dir, "fill.spv", 1, 8, &p->fill);
-	make_kernel(p, dir, "saxpy.spv", 2, 8, &p->saxpy);
+	plain_kernel_make(p->dev, dir, "fill.spv", 1, 8, &p->fill);
+	plain_kernel_make(p->dev, dir, "saxpy.spv", 2, 8, &p->saxpy);
 	make_buffer(p, 1024, &p->small, &p->memory[0]);
 	make_buffer(p, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->x, &p->memory[1]);
 	make_buffer(p, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->y, &p->memory[2]);
@@ -360,13 +276,8 @@ static int open_probe(VkPhysicalDevice pd, enum setup setup, const char *dir, st
 static void close_probe(struct probe *p)
 {
 	vkDeviceWaitIdle(p->dev);
-	struct kernel *ks[2] = {&p->fill, &p->saxpy};
-	for (int i = 0; i < 2; i++) {
-		vkDestroyPipeline(p->dev, ks[i]->pipeline, NULL);
-		vkDestroyPipelineLayout(p->dev, ks[i]->layout, NULL);
-		vkDestroyDescriptorSetLayout(p->dev, ks[i]->set_layout, NULL);
-		vkDestroyShaderModule(p->dev, ks[i]->module, NULL);
-	}
+	plain_kernel_destroy(p->dev, &p->fill);
+	plain_kernel_destroy(p->dev, &p->saxpy);
 	VkBuffer bufs[3] = {p->small, p->x, p->y};
 	for (int i = 0; i < 3; i++) {
 		vkDestroyBuffer(p->dev, bufs[i], NULL);
