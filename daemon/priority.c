@@ -41,9 +41,10 @@ int ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t p
 }
 
 void ruda__priority_submitted(struct ruda_priority_state *state, uint32_t priority, int held,
-			      uint64_t now_ns)
+			      uint64_t now_ns, uint64_t now_ms)
 {
 	state->inflight[priority % RUDA_PRIORITY_LEVELS]++;
+	state->active_until_ms[priority % RUDA_PRIORITY_LEVELS] = now_ms + RUDA_PRIORITY_HOLD_MS;
 	if (held)
 		state->held_start_ns = now_ns;
 }

@@ -22,6 +22,10 @@
 
 #define RUDA_PRIORITY_LEVELS 8u
 
+/* A client counts as active at its priority for this long after its last
+ * submission: lower priorities stay held back across its round trips. */
+#define RUDA_PRIORITY_HOLD_MS 50u
+
 struct ruda_priority_state {
 	/* until when (uv_now() ms) a client of each priority counts as active */
 	uint64_t active_until_ms[RUDA_PRIORITY_LEVELS];
@@ -53,9 +57,10 @@ uint32_t ruda__priority_inflight_below(const struct ruda_priority_state *state,
 int ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t priority,
 			     uint64_t now_ns, const struct ruda_priority_rules *rules);
 
-/* Record state changes. */
+/* Record state changes. A submission makes its priority active until
+ * RUDA_PRIORITY_HOLD_MS after `now_ms` (uv_now()). */
 void ruda__priority_submitted(struct ruda_priority_state *state, uint32_t priority, int held,
-			      uint64_t now_ns);
+			      uint64_t now_ns, uint64_t now_ms);
 void ruda__priority_completed(struct ruda_priority_state *state, uint32_t priority,
 			      uint64_t now_ns);
 

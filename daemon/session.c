@@ -29,7 +29,6 @@ static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
-static void note_active(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -353,9 +352,11 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->session = s->id;
 	w->device = s->device;
 	w->priority = s->priority & 7;
-	ruda__priority_submitted(&w->device->priority, w->priority, s->held, uv_hrtime());
+	/* active at its priority (queries, stats and admin requests do not
+	 * submit, so they do not count) */
+	ruda__priority_submitted(&w->device->priority, w->priority, s->held, uv_hrtime(),
+				 uv_now(s->ctx->loop));
 	ruda__submission_add_waiter(sub, &w->base);
-	note_active(s);
 }
 
 void ruda__session_adopt_stream(struct ruda_session *s, struct ruda_stream *st)
@@ -824,15 +825,6 @@ static void arm_priority_timer(struct ruda_session_context *ctx)
 	uint64_t ms = rules.anticipation_ns || rules.max_wait_ns ? 1 : RUDA_PRIORITY_HOLD_MS / 2;
 	if (ctx->priority_timer && !uv_is_active((uv_handle_t *)ctx->priority_timer))
 		uv_timer_start(ctx->priority_timer, on_priority_timer, ms, 0);
-}
-
-/* `s` submitted work: it is active at its priority (queries, stats and
- * admin requests do not count). */
-static void note_active(struct ruda_session *s)
-{
-	if (s->device && s->priority < RUDA_PRIORITY_LEVELS)
-		s->device->priority.active_until_ms[s->priority] =
-			uv_now(s->ctx->loop) + RUDA_PRIORITY_HOLD_MS;
 }
 
 /* Another session holds the device alone. */

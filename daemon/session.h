@@ -195,9 +195,6 @@ int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
 int ruda__session_exclusive_end(struct ruda_session *session);
-/* A client counts as active at its priority for this long after its last
- * submission: lower priorities stay held back across its round trips. */
-#define RUDA_PRIORITY_HOLD_MS 50u
 
 /* Streams a session may have besides stream 0. */
 #define RUDA_SESSION_MAX_STREAMS 64u

@@ -36,12 +36,12 @@ START_TEST(never_behind_higher_work)
 {
 	struct ruda_priority_state s = after_high();
 	s.held_start_ns = 10 * MS; /* not waited the longest before 12 ms */
-	ruda__priority_submitted(&s, 7, 0, 11 * MS);
+	ruda__priority_submitted(&s, 7, 0, 11 * MS, 0);
 	ck_assert(!ruda__priority_may_start(&s, 1, 11 * MS + 500 * US, &rules));
 	/* a priority between the two counts as higher too */
 	struct ruda_priority_state mid = after_high();
 	mid.held_start_ns = 10 * MS;
-	ruda__priority_submitted(&mid, 4, 0, 10 * MS + 100 * US);
+	ruda__priority_submitted(&mid, 4, 0, 10 * MS + 100 * US, 0);
 	ck_assert(!ruda__priority_may_start(&mid, 1, 11 * MS + 500 * US, &rules));
 	ruda__priority_completed(&mid, 4, 11 * MS);
 	ck_assert(!ruda__priority_may_start(&mid, 1, 11 * MS + 500 * US, &rules));
@@ -54,7 +54,7 @@ END_TEST
 START_TEST(one_held_command_at_a_time)
 {
 	struct ruda_priority_state s = after_high();
-	ruda__priority_submitted(&s, 1, 1, 20 * MS);
+	ruda__priority_submitted(&s, 1, 1, 20 * MS, 0);
 	ck_assert_uint_eq(s.held_start_ns, 20 * MS);
 	/* whatever the clock says, its own rank or a lower one is running */
 	ck_assert(!ruda__priority_may_start(&s, 1, 30 * MS, &rules));
@@ -75,9 +75,9 @@ START_TEST(the_longest_wait_ends_it)
 	uint64_t now = 10 * MS;
 	int started = 0;
 	for (int i = 0; i < 100; i++) { /* 40 us round trips for 4 ms */
-		ruda__priority_submitted(&s, 7, 0, now);
+		ruda__priority_submitted(&s, 7, 0, now, 0);
 		if (ruda__priority_may_start(&s, 1, now, &rules)) {
-			ruda__priority_submitted(&s, 1, 1, now);
+			ruda__priority_submitted(&s, 1, 1, now, 0);
 			ruda__priority_completed(&s, 1, now + 10 * US);
 			started++;
 		}
@@ -91,7 +91,7 @@ START_TEST(the_longest_wait_ends_it)
 	struct ruda_priority_rules patient = {.anticipation_ns = 1 * MS};
 	s = after_high();
 	for (int i = 0; i < 100; i++, now += 40 * US) {
-		ruda__priority_submitted(&s, 7, 0, now);
+		ruda__priority_submitted(&s, 7, 0, now, 0);
 		ck_assert(!ruda__priority_may_start(&s, 1, now + 20 * US, &patient));
 		ruda__priority_completed(&s, 7, now + 20 * US);
 	}
@@ -106,6 +106,10 @@ START_TEST(outranked_while_a_higher_one_is_active)
 	ck_assert(ruda__priority_outranked(&s, 4, 99));
 	ck_assert(!ruda__priority_outranked(&s, 5, 99));
 	ck_assert(!ruda__priority_outranked(&s, 1, 100));
+	/* a submission makes its priority active for RUDA_PRIORITY_HOLD_MS */
+	ruda__priority_submitted(&s, 3, 0, 0, 200);
+	ck_assert(ruda__priority_outranked(&s, 1, 200 + RUDA_PRIORITY_HOLD_MS - 1));
+	ck_assert(!ruda__priority_outranked(&s, 1, 200 + RUDA_PRIORITY_HOLD_MS));
 }
 END_TEST
 
