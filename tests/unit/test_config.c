@@ -191,7 +191,9 @@ START_TEST(bad_file)
 		"[global]\n"                           /* 20 */
 		"arena_size = 1K\n"                    /* 21: out of range */
 		"max_memory_per_uid = 99999999999T\n"  /* 22: overflows */
-		"= 5\n";                               /* 23 */
+		"= 5\n"                                /* 23 */
+		"priority_anticipation_us = 2000000\n" /* 24: out of range */
+		"freed_memory_keep_ms = -1\n";         /* 25: not a number */
 	struct ruda_config c;
 	struct errors e;
 	int n = parse(&c, text, &e);
@@ -217,6 +219,8 @@ START_TEST(bad_file)
 		{"t.conf:21: ", "out of range (1M to 4G)"},
 		{"t.conf:22: ", "not a size"},
 		{"t.conf:23: ", "key is missing"},
+		{"t.conf:24: ", "priority_anticipation_us: 2000000 is out of range (0 to 1000000)"},
+		{"t.conf:25: ", "freed_memory_keep_ms: '-1' is not a number"},
 	};
 	size_t want = sizeof(expected) / sizeof(expected[0]);
 	for (size_t i = 0; i < want; i++)
