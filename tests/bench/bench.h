@@ -61,6 +61,10 @@ enum bench_better { BENCH_HIGHER, BENCH_LOWER };
  * measured (`note` says why). */
 void bench_result(const char *group, const char *name, const char *unit, double value,
 		  double baseline, enum bench_better better, const char *note);
+/* The last result's ratio as measured in pairs (the median of each
+ * repetition's value / baseline, the two timed in turns) instead of its
+ * value / baseline, which are medians taken apart. */
+void bench_paired_ratio(double ratio);
 /* The target of the last result's ratio (>= for BENCH_HIGHER, <= for
  * BENCH_LOWER), shown beside it and in the summary. */
 void bench_target(double ratio_target);
@@ -113,33 +117,38 @@ double bench_run_program(char *const argv[], const char *log, char *out, size_t 
 
 /* ---- the groups ------------------------------------------------------------ */
 
-/* Transfers and launches: through rudad (rudad.c) and in-process
- * (inproc.c), with the same plan. main.c makes the plans. */
-#define BENCH_MAX_SIZES 4
-struct bench_transfer_plan {
-	uint64_t sizes[BENCH_MAX_SIZES];
-	int reps[BENCH_MAX_SIZES];   /* timed repetitions */
-	int warmup[BENCH_MAX_SIZES]; /* untimed ones before them */
-	size_t nsizes;
+/* Transfers (transfers.c): each figure through rudad (rudad.c) is timed in
+ * turns with the in-process operation it is compared with (inproc.c), rep
+ * by rep, so the machine's drift falls on both alike. Each side is opened
+ * for one size: its host bytes, a device buffer holding them, and (rudad)
+ * a client with two staging regions. A run is one timed operation; `check`
+ * verifies its bytes outside the timing; `split` (may be NULL) gets a
+ * create's two steps, the allocation and the copy, in seconds. */
+enum bench_inproc_op { BENCH_INPROC_CREATE, BENCH_INPROC_WRITE, BENCH_INPROC_DOWNLOAD };
+enum bench_rudad_op {
+	BENCH_RUDAD_CREATE,          /* create + sync from the client's bytes */
+	BENCH_RUDAD_WRITE,           /* write + sync into the buffer */
+	BENCH_RUDAD_READ_ONE,        /* read_one of the buffer */
+	BENCH_RUDAD_STAGING_CREATE,  /* create_from_staging + sync */
+	BENCH_RUDAD_STAGING_SPLIT,   /* empty + sync, then write_from_staging + sync */
+	BENCH_RUDAD_STAGING_WRITE,   /* write_from_staging + sync into the buffer */
+	BENCH_RUDAD_READ_TO_STAGING, /* read_to_staging of the buffer */
 };
+struct bench_inproc_transfer;
+struct bench_rudad_transfer;
+struct bench_inproc_transfer *bench_inproc_transfer_open(uint64_t size, uint64_t seed);
+double bench_inproc_transfer_run(struct bench_inproc_transfer *t, enum bench_inproc_op op,
+				 int check, double split[2]);
+void bench_inproc_transfer_close(struct bench_inproc_transfer *t);
+struct bench_rudad_transfer *bench_rudad_transfer_open(const struct bench_daemon *d,
+						       uint64_t size, uint64_t seed);
+double bench_rudad_transfer_run(struct bench_rudad_transfer *t, enum bench_rudad_op op,
+				int check, double split[2]);
+void bench_rudad_transfer_close(struct bench_rudad_transfer *t);
+void bench_transfers(struct bench_daemon *d, const ruda_device_properties *props);
 
-/* GB/s (1e9 bytes/s), medians */
-struct bench_transfer_result {
-	double create_gbs[BENCH_MAX_SIZES];   /* allocate a buffer + upload, wait */
-	double write_gbs[BENCH_MAX_SIZES];    /* upload into an existing buffer, wait */
-	double download_gbs[BENCH_MAX_SIZES]; /* read an existing buffer back */
-	/* rudad only: the same through staging regions, the bytes already in
-	 * shared memory as the in-process baseline's are (no host copy) */
-	double staging_create_gbs[BENCH_MAX_SIZES];
-	double staging_write_gbs[BENCH_MAX_SIZES];
-	double staging_download_gbs[BENCH_MAX_SIZES];
-	/* create split in two: allocating the buffer (ms; rudad: empty +
-	 * sync) and copying into it while it is new (GB/s; rudad: from a
-	 * staging region) */
-	double alloc_ms[BENCH_MAX_SIZES];
-	double fresh_copy_gbs[BENCH_MAX_SIZES];
-};
-
+/* Launches: through rudad (rudad.c) and in-process (inproc.c), with the
+ * same plan. main.c makes the plan. */
 struct bench_launch_plan {
 	int round_trips;  /* (a): launch + sync, one at a time */
 	int launches;     /* (b): launches then one sync */
@@ -158,12 +167,8 @@ struct bench_launch_result {
 
 /* Limits the in-process device imposes (largest buffer). */
 uint64_t bench_inproc_max_buffer(void);
-void bench_inproc_transfers(const struct bench_transfer_plan *plan,
-			    struct bench_transfer_result *out);
 void bench_inproc_launches(const struct bench_launch_plan *plan, struct bench_launch_result *out);
 
-void bench_rudad_transfers(const struct bench_daemon *d, const struct bench_transfer_plan *plan,
-			   struct bench_transfer_result *out);
 void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launch_plan *plan,
 			  struct bench_launch_result *out);
 

@@ -200,100 +200,115 @@ static void verify(const void *got, const void *want, uint64_t size, const char 
 		    (unsigned long long)size);
 }
 
-void bench_inproc_transfers(const struct bench_transfer_plan *plan,
-			    struct bench_transfer_result *out)
-{
+/* One size's bytes: `src` in host memory, `b` a device buffer holding them
+ * (written and read back; made at the first write or download, so the
+ * creates before it have the device's memory to themselves, as on rudad's
+ * side), `dst` host memory the downloads land in. */
+struct bench_inproc_transfer {
 	struct inproc p;
-	open_device(&p);
-	for (size_t i = 0; i < plan->nsizes; i++) {
-		uint64_t size = plan->sizes[i];
-		int reps = plan->reps[i], warm = plan->warmup[i];
-		char name[32], what[96];
-		bench_size_name(size, name, sizeof(name));
-		struct ruda_arena *src = host_memory(&p, size);
-		struct ruda_arena *dst = host_memory(&p, size);
-		bench_fill_pattern(src->map, size, 1000 + i);
-		double *t = calloc((size_t)reps, sizeof(*t));
-		BENCH_CHECK(t, "out of memory");
+	uint64_t size;
+	char name[32];
+	struct ruda_arena *src, *dst;
+	struct ruda_buffer *b;
+};
 
-		/* create: allocate a device buffer and copy the host bytes in
-		 * (what ruda_client_create + sync does); r < 0 warms up, the
-		 * first and the last are checked */
-		double *alloc = calloc((size_t)reps, sizeof(*alloc));
-		double *copy = calloc((size_t)reps, sizeof(*copy));
-		BENCH_CHECK(alloc && copy, "out of memory");
-		for (int r = -warm; r < reps; r++) {
-			double t0 = bench_now();
-			struct ruda_buffer *b = device_buffer(&p, size);
-			double t1 = bench_now();
-			copy_wait(&p, src->buffer, b->vk, size, 0);
-			double t2 = bench_now();
-			if (r == -warm || r == reps - 1) {
-				memset(dst->map, 0, size);
-				copy_wait(&p, b->vk, dst->buffer, size, 1);
-				snprintf(what, sizeof(what), "in-process create of %s", name);
-				verify(dst->map, src->map, size, what);
-			}
-			/* untimed, as rudad's side frees its buffer (Release + sync)
-			 * outside its timing */
-			ruda__buffer_put(b);
-			bench_settle();
-			if (r >= 0) {
-				t[r] = t2 - t0;
-				alloc[r] = t1 - t0;
-				copy[r] = t2 - t1;
-			}
-		}
-		out->create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-		out->alloc_ms[i] = bench_median(alloc, (size_t)reps) * 1e3;
-		out->fresh_copy_gbs[i] = (double)size / bench_median(copy, (size_t)reps) / 1e9;
-		free(alloc);
-		free(copy);
+struct bench_inproc_transfer *bench_inproc_transfer_open(uint64_t size, uint64_t seed)
+{
+	struct bench_inproc_transfer *t = calloc(1, sizeof(*t));
+	BENCH_CHECK(t, "out of memory");
+	open_device(&t->p);
+	t->size = size;
+	bench_size_name(size, t->name, sizeof(t->name));
+	t->src = host_memory(&t->p, size);
+	t->dst = host_memory(&t->p, size);
+	bench_fill_pattern(t->src->map, size, seed);
+	return t;
+}
 
-		/* write: the same copy into a buffer that exists */
-		struct ruda_buffer *b = device_buffer(&p, size);
-		for (int r = -warm; r < reps; r++) {
-			if (r == -warm || r == reps - 1) {
-				/* zeros first, so the copy is seen to land */
-				memset(dst->map, 0, size);
-				copy_wait(&p, dst->buffer, b->vk, size, 0);
-			}
-			double t0 = bench_now();
-			copy_wait(&p, src->buffer, b->vk, size, 0);
-			double t1 = bench_now();
-			if (r == -warm || r == reps - 1) {
-				memset(dst->map, 0, size);
-				copy_wait(&p, b->vk, dst->buffer, size, 1);
-				snprintf(what, sizeof(what), "in-process write of %s", name);
-				verify(dst->map, src->map, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->write_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+static void make_written_buffer(struct bench_inproc_transfer *t)
+{
+	if (t->b)
+		return;
+	t->b = device_buffer(&t->p, t->size);
+	copy_wait(&t->p, t->src->buffer, t->b->vk, t->size, 0);
+}
 
-		/* download: copy the device buffer out to the host bytes */
-		for (int r = -warm; r < reps; r++) {
-			int check = r == -warm || r == reps - 1;
-			if (check)
-				memset(dst->map, 0, size);
-			double t0 = bench_now();
-			copy_wait(&p, b->vk, dst->buffer, size, 1);
-			double t1 = bench_now();
-			if (check) {
-				snprintf(what, sizeof(what), "in-process download of %s", name);
-				verify(dst->map, src->map, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->download_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+/* `b`'s bytes, copied out to `dst`, are `src`'s. */
+static void check_buffer(struct bench_inproc_transfer *t, struct ruda_buffer *b, const char *op)
+{
+	char what[96];
+	memset(t->dst->map, 0, t->size);
+	copy_wait(&t->p, b->vk, t->dst->buffer, t->size, 1);
+	snprintf(what, sizeof(what), "in-process %s of %s", op, t->name);
+	verify(t->dst->map, t->src->map, t->size, what);
+}
+
+double bench_inproc_transfer_run(struct bench_inproc_transfer *t, enum bench_inproc_op op,
+				 int check, double split[2])
+{
+	struct inproc *p = &t->p;
+	uint64_t size = t->size;
+	double t0, t1, t2;
+	switch (op) {
+	case BENCH_INPROC_CREATE: {
+		/* allocate a device buffer and copy the host bytes in (what
+		 * ruda_client_create + sync does) */
+		t0 = bench_now();
+		struct ruda_buffer *b = device_buffer(p, size);
+		t1 = bench_now();
+		copy_wait(p, t->src->buffer, b->vk, size, 0);
+		t2 = bench_now();
+		if (check)
+			check_buffer(t, b, "create");
+		/* untimed, as rudad's side frees its buffer (Release + sync)
+		 * outside its timing */
 		ruda__buffer_put(b);
-		ruda_ref_put(&src->ref);
-		ruda_ref_put(&dst->ref);
-		free(t);
+		bench_settle();
+		if (split) {
+			split[0] = t1 - t0;
+			split[1] = t2 - t1;
+		}
+		return t2 - t0;
 	}
-	close_device(&p);
+	case BENCH_INPROC_WRITE:
+		make_written_buffer(t);
+		if (check) { /* zeros first, so the copy is seen to land */
+			memset(t->dst->map, 0, size);
+			copy_wait(p, t->dst->buffer, t->b->vk, size, 0);
+		}
+		t0 = bench_now();
+		copy_wait(p, t->src->buffer, t->b->vk, size, 0);
+		t1 = bench_now();
+		if (check)
+			check_buffer(t, t->b, "write");
+		return t1 - t0;
+	case BENCH_INPROC_DOWNLOAD:
+		make_written_buffer(t);
+		if (check)
+			memset(t->dst->map, 0, size);
+		t0 = bench_now();
+		copy_wait(p, t->b->vk, t->dst->buffer, size, 1);
+		t1 = bench_now();
+		if (check) {
+			char what[96];
+			snprintf(what, sizeof(what), "in-process download of %s", t->name);
+			verify(t->dst->map, t->src->map, size, what);
+		}
+		return t1 - t0;
+	}
+	bench_fail("in-process: no transfer %d", (int)op);
+	return 0;
+}
+
+void bench_inproc_transfer_close(struct bench_inproc_transfer *t)
+{
+	vkDeviceWaitIdle(t->p.dev->vk);
+	if (t->b)
+		ruda__buffer_put(t->b);
+	ruda_ref_put(&t->src->ref);
+	ruda_ref_put(&t->dst->ref);
+	close_device(&t->p);
+	free(t);
 }
 
 /* ---- launches --------------------------------------------------------------- */

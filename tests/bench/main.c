@@ -61,13 +61,8 @@ static uint64_t parse_bytes(const char *s)
 
 /* ---- the groups, in the order they run ------------------------------------ */
 
-static void transfers(const struct bench_daemon *d, const ruda_device_properties *props);
 static void launches(const struct bench_daemon *d);
 
-static void run_transfers(struct bench_daemon *warm, const ruda_device_properties *props)
-{
-	transfers(warm, props);
-}
 
 static void run_launch(struct bench_daemon *warm, const ruda_device_properties *props)
 {
@@ -119,7 +114,7 @@ static const struct bench_group {
 	void (*run)(struct bench_daemon *warm, const ruda_device_properties *props);
 	const char *title, *value_col, *baseline_col, *ratio_note;
 } groups[] = {
-	{"transfers", run_transfers,
+	{"transfers", bench_transfers,
 	 "transfers: libruda calls against vkCmdCopyBuffer from/to imported host memory "
 	 "in-process",
 	 "rudad", "in-process",
@@ -127,7 +122,9 @@ static const struct bench_group {
 	 "wait)\n"
 	 "write = upload into an existing buffer, then sync; read_one = download an existing "
 	 "buffer\n"
-	 "GB/s = 1e9 bytes/s, medians; ratio = rudad / in-process, higher is better"},
+	 "the two sides take turns, rep by rep; 3 rounds, each on new host pages and buffers\n"
+	 "GB/s = 1e9 bytes/s, medians of every rep; ratio = the median of each rep's rudad / "
+	 "in-process, higher is better (ms: lower)"},
 	{"launch", run_launch,
 	 "launches of shaders/fill.comp over 256 words, against the same dispatches recorded and "
 	 "submitted in-process",
@@ -213,149 +210,6 @@ static const char *type_name(ruda_device_type t)
 	case RUDA_DEVICE_CPU: return "CPU";
 	default: return "other";
 	}
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-
-/* Each field's median over `n` rounds, size by size. */
-static struct bench_transfer_result median_transfer_result(const struct bench_transfer_result *r,
-							   int n, size_t nsizes)
-{
-	struct bench_transfer_result out = {0};
-	double v[8];
-#define MEDIAN_OF(field)                                                                   \
-	do {                                                                               \
-		for (size_t s = 0; s < nsizes; s++) {                                      \
-			for (int i = 0; i < n; i++)                                        \
-				v[i] = r[i].field[s];                                      \
-			out.field[s] = bench_median(v, (size_t)n);                         \
-		}                                                                          \
-	} while (0)
-	MEDIAN_OF(create_gbs);
-	MEDIAN_OF(write_gbs);
-	MEDIAN_OF(download_gbs);
-	MEDIAN_OF(staging_create_gbs);
-	MEDIAN_OF(staging_write_gbs);
-	MEDIAN_OF(staging_download_gbs);
-	MEDIAN_OF(alloc_ms);
-	MEDIAN_OF(fresh_copy_gbs);
-#undef MEDIAN_OF
-	return out;
-}
-
-static void transfers(const struct bench_daemon *d, const ruda_device_properties *props)
-{
-	/* the largest size fits the option, the device and the host */
-	uint64_t cap = bench_opt.max_bytes;
-	const char *why = "RUDA_BENCH_MAX_BYTES or its default";
-	uint64_t limit[5] = {bench_opt.quick ? 64 * MiB : UINT64_MAX, props->max_buffer_size,
-			     bench_inproc_max_buffer(),
-			     props->device_local_bytes ? props->device_local_bytes / 2 : UINT64_MAX,
-			     UINT64_MAX};
-	static const char *limit_why[5] = {
-		"--quick", "the device's largest buffer", "the in-process device's largest buffer",
-		"half the device's local memory", "an eighth of the host's memory"};
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	if (pages > 0 && page > 0)
-		limit[4] = (uint64_t)pages * (uint64_t)page / 8; /* ~5 copies live at once */
-	for (int i = 0; i < 5; i++)
-		if (limit[i] < cap) {
-			cap = limit[i];
-			why = limit_why[i];
-		}
-	cap &= ~(uint64_t)4095;
-	BENCH_CHECK(cap >= 4096, "no room for transfers (cap %llu bytes)", (unsigned long long)cap);
-	char capname[32];
-	printf("\ntransfers: up to %s (%s)\n", bench_size_name(cap, capname, sizeof(capname)),
-	       why);
-
-	static const uint64_t want_sizes[] = {1 * MiB, 64 * MiB, 1 * GiB};
-	struct bench_transfer_plan plan = {0};
-	for (size_t i = 0; i < sizeof(want_sizes) / sizeof(want_sizes[0]); i++) {
-		uint64_t s = min_u64(want_sizes[i], cap);
-		if (plan.nsizes && plan.sizes[plan.nsizes - 1] >= s)
-			continue;
-		plan.sizes[plan.nsizes] = s;
-		plan.reps[plan.nsizes] = s <= 4 * MiB     ? (bench_opt.quick ? 5 : 20)
-					 : s <= 128 * MiB ? (bench_opt.quick ? 3 : 8)
-							  : (bench_opt.quick ? 2 : 4);
-		/* enough untimed traffic to pass through the whole arena (64 MiB
-		 * by default) once: its pages are touched the first time round */
-		uint64_t warm = (128 * MiB + s - 1) / s;
-		plan.warmup[plan.nsizes] = warm < 1 ? 1 : warm > 256 ? 256 : (int)warm;
-		plan.nsizes++;
-	}
-	/* the two sides take turns and each figure is the median over the
-	 * rounds, as for launches and kernels: on lavapipe one side's run
-	 * could come out 10-20 % off the other's from the machine's drift */
-	enum { MAX_ROUNDS = 3 };
-	int rounds = bench_opt.quick ? 1 : MAX_ROUNDS;
-	static struct bench_transfer_result base_r[MAX_ROUNDS], rudad_r[MAX_ROUNDS];
-	for (int r = 0; r < rounds; r++) {
-		printf("transfers (round %d of %d): in-process...\n", r + 1, rounds);
-		fflush(stdout);
-		bench_inproc_transfers(&plan, &base_r[r]);
-		printf("transfers (round %d of %d): rudad...\n", r + 1, rounds);
-		fflush(stdout);
-		bench_rudad_transfers(d, &plan, &rudad_r[r]);
-		for (size_t i = 0; i < plan.nsizes; i++) {
-			char size[32];
-			printf("transfers (round %d): %s staging create/write/read %.3f/%.3f/%.3f x "
-			       "in-process\n",
-			       r + 1, bench_size_name(plan.sizes[i], size, sizeof(size)),
-			       rudad_r[r].staging_create_gbs[i] / base_r[r].create_gbs[i],
-			       rudad_r[r].staging_write_gbs[i] / base_r[r].write_gbs[i],
-			       rudad_r[r].staging_download_gbs[i] / base_r[r].download_gbs[i]);
-		}
-	}
-	struct bench_transfer_result base = median_transfer_result(base_r, rounds, plan.nsizes);
-	struct bench_transfer_result rudad = median_transfer_result(rudad_r, rounds, plan.nsizes);
-	static const char *ops[] = {"create + sync", "write + sync", "read_one"};
-	for (int op = 0; op < 3; op++)
-		for (size_t i = 0; i < plan.nsizes; i++) {
-			char size[32], name[64];
-			bench_size_name(plan.sizes[i], size, sizeof(size));
-			snprintf(name, sizeof(name), "%s %s", ops[op], size);
-			const double *v = op == 0 ? rudad.create_gbs
-					  : op == 1 ? rudad.write_gbs
-						    : rudad.download_gbs;
-			const double *b = op == 0 ? base.create_gbs
-					  : op == 1 ? base.write_gbs
-						    : base.download_gbs;
-			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
-		}
-	/* the zero-copy path, against the same baselines */
-	static const char *staging_ops[] = {"staging create + sync", "staging write + sync",
-					    "read_to_staging"};
-	for (int op = 0; op < 3; op++)
-		for (size_t i = 0; i < plan.nsizes; i++) {
-			char size[32], name[64];
-			bench_size_name(plan.sizes[i], size, sizeof(size));
-			snprintf(name, sizeof(name), "%s %s", staging_ops[op], size);
-			const double *v = op == 0 ? rudad.staging_create_gbs
-					  : op == 1 ? rudad.staging_write_gbs
-						    : rudad.staging_download_gbs;
-			const double *b = op == 0 ? base.create_gbs
-					  : op == 1 ? base.write_gbs
-						    : base.download_gbs;
-			bench_result("transfers", name, "GB/s", v[i], b[i], BENCH_HIGHER, NULL);
-		}
-	/* where staging create's time goes: the allocation, then the copy */
-	for (size_t i = 0; i < plan.nsizes; i++) {
-		char size[32], name[80];
-		bench_size_name(plan.sizes[i], size, sizeof(size));
-		snprintf(name, sizeof(name), "staging create: alloc %s", size);
-		bench_result("transfers", name, "ms", rudad.alloc_ms[i], base.alloc_ms[i],
-			     BENCH_LOWER, NULL);
-		snprintf(name, sizeof(name), "staging create: copy %s", size);
-		bench_result("transfers", name, "GB/s", rudad.fresh_copy_gbs[i],
-			     base.fresh_copy_gbs[i], BENCH_HIGHER, NULL);
-	}
-	bench_print_group("transfers");
 }
 
 /* Each field's median over `n` runs. */

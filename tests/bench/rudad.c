@@ -26,18 +26,6 @@ static void verify(const void *got, const void *want, uint64_t size, const char 
 		    (unsigned long long)size);
 }
 
-/* Read buffer `h` of a staging create into `dst` (cleared first) and check
- * it holds `src`'s bytes. */
-static void read_back(ruda_client *c, ruda_handle h, const ruda_staging *dst,
-		      const ruda_staging *src, uint64_t size, const char *how, const char *name)
-{
-	char what[96];
-	memset(dst->data, 0, size);
-	ok(c, ruda_client_read_to_staging(c, h, dst, 0), "read back");
-	snprintf(what, sizeof(what), "%s of %s", how, name);
-	verify(dst->data, src->data, size, what);
-}
-
 static void *page_aligned(uint64_t size)
 {
 	void *p = NULL;
@@ -46,200 +34,169 @@ static void *page_aligned(uint64_t size)
 	return p;
 }
 
-/* The fastest path a program has: its bytes written straight into a staging
- * region, and created, written and read from there with no host copy. */
-static void staging_transfers(ruda_client *c, const struct bench_transfer_plan *plan,
-			      struct bench_transfer_result *out)
+/* One size's bytes: `src` in the client's memory and in staging region
+ * `ssrc` (the fastest path a program has: its bytes written straight into
+ * shared memory, created, written and read from there with no host copy),
+ * `h` a buffer holding them (written and read back; made at the first
+ * write or read, so the creates before it have the device's memory to
+ * themselves: lavapipe's heap is 2 GiB), `dst` and `sdst` where reads
+ * land. */
+struct bench_rudad_transfer {
+	ruda_client *c;
+	uint64_t size;
+	char name[32];
+	uint8_t *src, *dst;
+	ruda_staging ssrc, sdst;
+	ruda_handle h;
+	int has_h;
+};
+
+struct bench_rudad_transfer *bench_rudad_transfer_open(const struct bench_daemon *d,
+						       uint64_t size, uint64_t seed)
 {
-	for (size_t i = 0; i < plan->nsizes; i++) {
-		uint64_t size = plan->sizes[i];
-		int reps = plan->reps[i], warm = plan->warmup[i];
-		char name[32], what[96];
-		bench_size_name(size, name, sizeof(name));
-		ruda_staging src, dst;
-		ok(c, ruda_client_staging_create(c, size, &src), "staging_create");
-		ok(c, ruda_client_staging_create(c, size, &dst), "staging_create");
-		bench_fill_pattern(src.data, size, 1000 + i);
-		double *t = calloc((size_t)reps, sizeof(*t));
-		BENCH_CHECK(t, "out of memory");
-		ruda_handle h;
-		for (int r = -warm; r < reps; r++) {
-			double t0 = bench_now();
-			ok(c, ruda_client_create_from_staging(c, &src, 0, size, &h), "create_from_staging");
-			ok(c, ruda_client_sync(c), "sync after create_from_staging");
-			double t1 = bench_now();
-			if (r == -warm || r == reps - 1) {
-				read_back(c, h, &dst, &src, size, "rudad staging create", name);
-			}
-			/* freed before the next timing starts, as the in-process
-			 * side frees its buffer outside its timing */
-			ok(c, ruda_client_release(c, h), "release");
-			ok(c, ruda_client_sync(c), "sync after release");
-			bench_settle();
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->staging_create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-
-		/* the same create in two timed steps: the allocation (empty +
-		 * sync) and the copy into the new buffer (write + sync) */
-		double *t2 = calloc((size_t)reps, sizeof(*t2));
-		BENCH_CHECK(t2, "out of memory");
-		for (int r = -warm; r < reps; r++) {
-			double t0 = bench_now();
-			ok(c, ruda_client_empty(c, size, &h), "empty");
-			ok(c, ruda_client_sync(c), "sync after empty");
-			double t1 = bench_now();
-			ok(c, ruda_client_write_from_staging(c, h, 0, &src, 0, size), "write_from_staging");
-			ok(c, ruda_client_sync(c), "sync after write_from_staging");
-			double t2_ = bench_now();
-			if (r == -warm || r == reps - 1) {
-				read_back(c, h, &dst, &src, size, "rudad staging empty + write", name);
-			}
-			ok(c, ruda_client_release(c, h), "release");
-			ok(c, ruda_client_sync(c), "sync after release");
-			bench_settle();
-			if (r >= 0) {
-				t[r] = t1 - t0;
-				t2[r] = t2_ - t1;
-			}
-		}
-		out->alloc_ms[i] = bench_median(t, (size_t)reps) * 1e3;
-		out->fresh_copy_gbs[i] = (double)size / bench_median(t2, (size_t)reps) / 1e9;
-		free(t2);
-
-		ok(c, ruda_client_empty(c, size, &h), "empty");
-		for (int r = -warm; r < reps; r++) {
-			int check = r == -warm || r == reps - 1;
-			if (check) {
-				memset(dst.data, 0, size);
-				ok(c, ruda_client_write_from_staging(c, h, 0, &dst, 0, size), "zeros");
-				ok(c, ruda_client_sync(c), "sync after zeros");
-			}
-			double t0 = bench_now();
-			ok(c, ruda_client_write_from_staging(c, h, 0, &src, 0, size), "write_from_staging");
-			ok(c, ruda_client_sync(c), "sync after write_from_staging");
-			double t1 = bench_now();
-			if (check) {
-				ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read back");
-				snprintf(what, sizeof(what), "rudad staging write of %s", name);
-				verify(dst.data, src.data, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->staging_write_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-
-		for (int r = -warm; r < reps; r++) {
-			int check = r == -warm || r == reps - 1;
-			if (check)
-				memset(dst.data, 0, size);
-			double t0 = bench_now();
-			ok(c, ruda_client_read_to_staging(c, h, &dst, 0), "read_to_staging");
-			double t1 = bench_now();
-			if (check) {
-				snprintf(what, sizeof(what), "rudad staging download of %s", name);
-				verify(dst.data, src.data, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->staging_download_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-		ok(c, ruda_client_release(c, h), "release");
-		ok(c, ruda_client_sync(c), "sync after release");
-		ok(c, ruda_client_staging_release(c, &src), "staging_release");
-		ok(c, ruda_client_staging_release(c, &dst), "staging_release");
-		free(t);
-	}
+	struct bench_rudad_transfer *t = calloc(1, sizeof(*t));
+	BENCH_CHECK(t, "out of memory");
+	t->c = bench_connect(d);
+	t->size = size;
+	bench_size_name(size, t->name, sizeof(t->name));
+	t->src = page_aligned(size);
+	t->dst = page_aligned(size);
+	bench_fill_pattern(t->src, size, seed);
+	memset(t->dst, 0, size);
+	ok(t->c, ruda_client_staging_create(t->c, size, &t->ssrc), "staging_create");
+	ok(t->c, ruda_client_staging_create(t->c, size, &t->sdst), "staging_create");
+	memcpy(t->ssrc.data, t->src, size);
+	return t;
 }
 
-void bench_rudad_transfers(const struct bench_daemon *d, const struct bench_transfer_plan *plan,
-			   struct bench_transfer_result *out)
+static void make_written_buffer(struct bench_rudad_transfer *t)
 {
-	ruda_client *c = bench_connect(d);
-	for (size_t i = 0; i < plan->nsizes; i++) {
-		uint64_t size = plan->sizes[i];
-		int reps = plan->reps[i], warm = plan->warmup[i];
-		char name[32], what[96];
-		bench_size_name(size, name, sizeof(name));
-		uint8_t *src = page_aligned(size), *dst = page_aligned(size);
-		bench_fill_pattern(src, size, 1000 + i);
-		memset(dst, 0, size);
-		double *t = calloc((size_t)reps, sizeof(*t));
-		BENCH_CHECK(t, "out of memory");
+	if (t->has_h)
+		return;
+	ok(t->c, ruda_client_create(t->c, t->src, t->size, &t->h), "create");
+	ok(t->c, ruda_client_sync(t->c), "sync after create");
+	t->has_h = 1;
+}
 
-		/* create: allocate + upload, then sync; r < 0 warms up, the first
-		 * and the last are checked */
-		for (int r = -warm; r < reps; r++) {
-			ruda_handle h;
-			double t0 = bench_now();
-			ok(c, ruda_client_create(c, src, size, &h), "create");
-			ok(c, ruda_client_sync(c), "sync after create");
-			double t1 = bench_now();
-			if (r == -warm || r == reps - 1) {
-				memset(dst, 0, size);
-				ok(c, ruda_client_read_one(c, h, dst), "read back");
-				snprintf(what, sizeof(what), "rudad create of %s", name);
-				verify(dst, src, size, what);
-			}
-			/* freed before the next timing starts, as in-process */
-			ok(c, ruda_client_release(c, h), "release");
-			ok(c, ruda_client_sync(c), "sync after release");
-			bench_settle();
-			if (r >= 0)
-				t[r] = t1 - t0;
-		}
-		out->create_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
+/* Buffer `h`'s bytes, read back (into the staging region or the client's
+ * memory, cleared first), are the source's. */
+static void check_buffer(struct bench_rudad_transfer *t, ruda_handle h, int staging,
+			 const char *op)
+{
+	char what[96];
+	uint8_t *into = staging ? t->sdst.data : t->dst;
+	memset(into, 0, t->size);
+	if (staging)
+		ok(t->c, ruda_client_read_to_staging(t->c, h, &t->sdst, 0), "read back");
+	else
+		ok(t->c, ruda_client_read_one(t->c, h, into), "read back");
+	snprintf(what, sizeof(what), "rudad %s of %s", op, t->name);
+	verify(into, t->src, t->size, what);
+}
 
-		/* write: upload into a buffer that exists, then sync */
-		ruda_handle h;
+/* Release a buffer made by a timed create, untimed, as the in-process
+ * side frees its own outside its timing. */
+static void release(struct bench_rudad_transfer *t, ruda_handle h)
+{
+	ok(t->c, ruda_client_release(t->c, h), "release");
+	ok(t->c, ruda_client_sync(t->c), "sync after release");
+	bench_settle();
+}
+
+double bench_rudad_transfer_run(struct bench_rudad_transfer *t, enum bench_rudad_op op,
+				int check, double split[2])
+{
+	ruda_client *c = t->c;
+	uint64_t size = t->size;
+	int staging = op >= BENCH_RUDAD_STAGING_CREATE;
+	ruda_handle h;
+	double t0, t1, t2;
+	switch (op) {
+	case BENCH_RUDAD_CREATE:
+	case BENCH_RUDAD_STAGING_CREATE:
+		t0 = bench_now();
+		if (staging)
+			ok(c, ruda_client_create_from_staging(c, &t->ssrc, 0, size, &h),
+			   "create_from_staging");
+		else
+			ok(c, ruda_client_create(c, t->src, size, &h), "create");
+		ok(c, ruda_client_sync(c), "sync after create");
+		t1 = bench_now();
+		if (check)
+			check_buffer(t, h, staging, staging ? "staging create" : "create");
+		release(t, h);
+		return t1 - t0;
+	case BENCH_RUDAD_STAGING_SPLIT:
+		t0 = bench_now();
 		ok(c, ruda_client_empty(c, size, &h), "empty");
-		for (int r = -warm; r < reps; r++) {
-			int check = r == -warm || r == reps - 1;
-			if (check) {
-				/* zeros first, so the write is seen to land */
-				memset(dst, 0, size);
-				ok(c, ruda_client_write(c, h, 0, dst, size), "write zeros");
-				ok(c, ruda_client_sync(c), "sync after zeros");
-			}
-			double t0 = bench_now();
-			ok(c, ruda_client_write(c, h, 0, src, size), "write");
-			ok(c, ruda_client_sync(c), "sync after write");
-			double t1 = bench_now();
-			if (check) {
-				ok(c, ruda_client_read_one(c, h, dst), "read back");
-				snprintf(what, sizeof(what), "rudad write of %s", name);
-				verify(dst, src, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
+		ok(c, ruda_client_sync(c), "sync after empty");
+		t1 = bench_now();
+		ok(c, ruda_client_write_from_staging(c, h, 0, &t->ssrc, 0, size),
+		   "write_from_staging");
+		ok(c, ruda_client_sync(c), "sync after write_from_staging");
+		t2 = bench_now();
+		if (check)
+			check_buffer(t, h, 1, "staging empty + write");
+		release(t, h);
+		if (split) {
+			split[0] = t1 - t0;
+			split[1] = t2 - t1;
 		}
-		out->write_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-
-		/* download: read_one of a buffer already on the device */
-		for (int r = -warm; r < reps; r++) {
-			int check = r == -warm || r == reps - 1;
-			if (check)
-				memset(dst, 0, size);
-			double t0 = bench_now();
-			ok(c, ruda_client_read_one(c, h, dst), "read_one");
-			double t1 = bench_now();
-			if (check) {
-				snprintf(what, sizeof(what), "rudad download of %s", name);
-				verify(dst, src, size, what);
-			}
-			if (r >= 0)
-				t[r] = t1 - t0;
+		return t2 - t0;
+	case BENCH_RUDAD_WRITE:
+	case BENCH_RUDAD_STAGING_WRITE:
+		make_written_buffer(t);
+		if (check) { /* zeros first, so the write is seen to land */
+			memset(t->dst, 0, size);
+			ok(c, ruda_client_write(c, t->h, 0, t->dst, size), "write zeros");
+			ok(c, ruda_client_sync(c), "sync after zeros");
 		}
-		out->download_gbs[i] = (double)size / bench_median(t, (size_t)reps) / 1e9;
-		ok(c, ruda_client_release(c, h), "release");
-		ok(c, ruda_client_sync(c), "sync after release");
-		free(src);
-		free(dst);
-		free(t);
+		t0 = bench_now();
+		if (staging)
+			ok(c, ruda_client_write_from_staging(c, t->h, 0, &t->ssrc, 0, size),
+			   "write_from_staging");
+		else
+			ok(c, ruda_client_write(c, t->h, 0, t->src, size), "write");
+		ok(c, ruda_client_sync(c), "sync after write");
+		t1 = bench_now();
+		if (check)
+			check_buffer(t, t->h, staging, staging ? "staging write" : "write");
+		return t1 - t0;
+	case BENCH_RUDAD_READ_ONE:
+	case BENCH_RUDAD_READ_TO_STAGING: {
+		uint8_t *into = staging ? t->sdst.data : t->dst;
+		make_written_buffer(t);
+		if (check)
+			memset(into, 0, size);
+		t0 = bench_now();
+		if (staging)
+			ok(c, ruda_client_read_to_staging(c, t->h, &t->sdst, 0), "read_to_staging");
+		else
+			ok(c, ruda_client_read_one(c, t->h, into), "read_one");
+		t1 = bench_now();
+		if (check) {
+			char what[96];
+			snprintf(what, sizeof(what), "rudad %s of %s",
+				 staging ? "staging download" : "download", t->name);
+			verify(into, t->src, size, what);
+		}
+		return t1 - t0;
 	}
-	staging_transfers(c, plan, out);
-	ruda_client_close(c);
+	}
+	bench_fail("rudad: no transfer %d", (int)op);
+	return 0;
+}
+
+void bench_rudad_transfer_close(struct bench_rudad_transfer *t)
+{
+	if (t->has_h)
+		release(t, t->h);
+	ok(t->c, ruda_client_staging_release(t->c, &t->ssrc), "staging_release");
+	ok(t->c, ruda_client_staging_release(t->c, &t->sdst), "staging_release");
+	ruda_client_close(t->c);
+	free(t->src);
+	free(t->dst);
+	free(t);
 }
 
 static void check_fill(ruda_client *c, ruda_handle h, uint32_t value, const char *what)

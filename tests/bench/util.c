@@ -168,6 +168,7 @@ double bench_cpu_of(pid_t pid)
 struct row {
 	char group[32], name[96], unit[24], note[96];
 	double value, baseline;
+	double paired_ratio; /* measured in pairs (bench_paired_ratio); NaN: value / baseline */
 	enum bench_better better;
 	double target; /* on the ratio; NaN: none */
 };
@@ -196,6 +197,13 @@ void bench_result(const char *group, const char *name, const char *unit, double 
 	r->baseline = baseline;
 	r->better = better;
 	r->target = NAN;
+	r->paired_ratio = NAN;
+}
+
+void bench_paired_ratio(double ratio)
+{
+	BENCH_CHECK(nrows > 0, "a ratio before any result");
+	rows[nrows - 1].paired_ratio = ratio;
 }
 
 void bench_target(double ratio_target)
@@ -254,6 +262,8 @@ static const char *number(double v, char *buf, size_t len)
 
 static double ratio(const struct row *r)
 {
+	if (!isnan(r->paired_ratio))
+		return r->paired_ratio;
 	if (isnan(r->value) || isnan(r->baseline) || r->baseline == 0)
 		return NAN;
 	return r->value / r->baseline;
