@@ -308,7 +308,8 @@ void bench_print_group(const char *name)
 
 void bench_print_summary(void)
 {
-	printf("\n== summary: every figure with a target (ratio = value / baseline)\n\n");
+	printf("\n== summary: every figure with a target (ratio = value / baseline, or its "
+	       "paired ratio where its group says so)\n\n");
 	printf("  %-14s %-44s %12s %12s  %-10s %8s %8s\n", "group", "figure", "value", "baseline",
 	       "unit", "ratio", "target");
 	for (size_t i = 0; i < nrows; i++) {
