@@ -47,9 +47,14 @@ void bench_install_signal_handlers(void);
 /* ---- time and statistics ------------------------------------------------ */
 
 double bench_now(void); /* seconds, CLOCK_MONOTONIC */
-/* Between a create's free and the next create: RUDA_BENCH_SETTLE_MS of
- * sleep (none by default), to see what a free still running costs. */
-void bench_settle(void);
+/* Between a create's free of `freed` bytes and the next create: a pause,
+ * so that a free still running (rudad frees after the device is done, and
+ * the kernel takes its time over a GiB of pages) does not land in the
+ * other side's timed allocation. RUDA_BENCH_SETTLE_MS sets it for every
+ * size; by default it is 100 ms from 256 MiB up, none below. */
+#define BENCH_SETTLE_FROM (256ull << 20)
+#define BENCH_SETTLE_DEFAULT_MS 100
+void bench_settle(uint64_t freed);
 double bench_median(const double *v, size_t n);
 double bench_mean(const double *v, size_t n);
 

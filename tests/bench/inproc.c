@@ -263,7 +263,7 @@ double bench_inproc_transfer_run(struct bench_inproc_transfer *t, enum bench_inp
 		/* untimed, as rudad's side frees its buffer (Release + sync)
 		 * outside its timing */
 		ruda__buffer_put(b);
-		bench_settle();
+		bench_settle(size);
 		if (split) {
 			split[0] = t1 - t0;
 			split[1] = t2 - t1;

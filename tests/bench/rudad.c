@@ -100,7 +100,7 @@ static void release(struct bench_rudad_transfer *t, ruda_handle h)
 {
 	ok(t->c, ruda_client_release(t->c, h), "release");
 	ok(t->c, ruda_client_sync(t->c), "sync after release");
-	bench_settle();
+	bench_settle(t->size);
 }
 
 double bench_rudad_transfer_run(struct bench_rudad_transfer *t, enum bench_rudad_op op,

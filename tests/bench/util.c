@@ -101,11 +101,12 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void bench_settle(void)
+void bench_settle(uint64_t freed)
 {
-	const char *ms = getenv("RUDA_BENCH_SETTLE_MS");
-	if (ms && atoi(ms) > 0)
-		usleep((useconds_t)atoi(ms) * 1000u);
+	const char *env = getenv("RUDA_BENCH_SETTLE_MS");
+	int ms = env ? atoi(env) : freed >= BENCH_SETTLE_FROM ? BENCH_SETTLE_DEFAULT_MS : 0;
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000u);
 }
 
 static int cmp_double(const void *a, const void *b)
