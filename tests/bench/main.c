@@ -122,7 +122,8 @@ static const struct bench_group {
 	 "wait)\n"
 	 "write = upload into an existing buffer, then sync; read_one = download an existing "
 	 "buffer\n"
-	 "the two sides take turns, rep by rep; 3 rounds, each on new host pages and buffers\n"
+	 "the two sides take turns, rep by rep; 9 rounds (1 GiB: 3), each on new pages and "
+	 "buffers\n"
 	 "GB/s = 1e9 bytes/s, medians of every rep; ratio = the median of each rep's rudad / "
 	 "in-process, higher is better (ms: lower)"},
 	{"launch", run_launch,
