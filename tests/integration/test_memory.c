@@ -128,6 +128,21 @@ START_TEST(small_buffers_share_pages)
 }
 END_TEST
 
+/* A 100 MiB buffer (a page of its own) made beside `base`'s memory and
+ * released, the release waited for: the usage while it lived. */
+static ruda_memory_usage big_buffer_made_and_released(ruda_client *c,
+						      const ruda_memory_usage *base)
+{
+	ruda_handle big;
+	ruda_memory_usage full;
+	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(c, &full), RUDA_OK);
+	ck_assert_uint_ge(full.bytes_reserved, base->bytes_reserved + (100u << 20));
+	ruda_client_release(c, big);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	return full;
+}
+
 /* Empty pages are given back by cleanup (after the last one kept). A
  * released buffer's memory goes once the work that used it is over, its
  * zero fill included: a sync waits for that. */
@@ -151,11 +166,7 @@ START_TEST(cleanup_gives_pages_back)
 	 * given back by cleanup */
 	ruda_handle big;
 	ruda_memory_usage kept, again;
-	ck_assert_int_eq(ruda_client_empty(client, 100u << 20, &big), RUDA_OK);
-	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
-	ck_assert_uint_ge(full.bytes_reserved, after.bytes_reserved + (100u << 20));
-	ruda_client_release(client, big);
-	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	full = big_buffer_made_and_released(client, &after);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &kept), RUDA_OK);
 	ck_assert_uint_eq(kept.bytes_reserved, full.bytes_reserved);
 	ck_assert_uint_eq(kept.allocations, 0);
@@ -314,12 +325,7 @@ START_TEST(kept_pages_age_out)
 	ruda_client *c = test_connect(&d, "ager");
 	ruda_memory_usage base, full, u;
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
-	ruda_handle big;
-	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
-	ck_assert_int_eq(ruda_client_memory_usage(c, &full), RUDA_OK);
-	ck_assert_uint_ge(full.bytes_reserved, base.bytes_reserved + (100u << 20));
-	ruda_client_release(c, big);
-	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	full = big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
 	ck_assert_uint_eq(u.bytes_reserved, full.bytes_reserved); /* kept */
 	/* given back without any request: the daemon's own clock */
@@ -337,9 +343,7 @@ START_TEST(kept_pages_age_out)
 	test_daemon_start(&d, none);
 	c = test_connect(&d, "keeps nothing");
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
-	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
-	ruda_client_release(c, big);
-	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
 	ck_assert_uint_eq(u.bytes_reserved, base.bytes_reserved);
 	ruda_client_close(c);
