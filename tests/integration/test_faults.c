@@ -303,7 +303,7 @@ static int same_file_contents(const char *a, const char *b)
 START_TEST(full_disk_keeps_the_old_cache)
 {
 	if (!user_namespaces_work()) {
-		fprintf(stderr, "full_disk_keeps_the_old_cache: skipped: `unshare -rm` is not "
+		fprintf(stderr, "SKIP full_disk_keeps_the_old_cache: `unshare -rm` is not "
 				"allowed here\n");
 		return;
 	}

@@ -4,7 +4,8 @@
  * uid, and `make install` used by a program built with pkg-config.
  *
  * Needs systemd's tools (systemd-socket-activate, systemd-analyze) but not
- * systemd as PID 1; a test whose tool is missing says SKIP and passes.
+ * systemd as PID 1; a test whose tool is missing prints "SKIP name: why" and
+ * tests/run.sh counts it as skipped.
  */
 #include <check.h>
 #include <errno.h>
