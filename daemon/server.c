@@ -11,7 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../proto/frame.h"
 #include "../proto/socket_path.h"
+#include "ruda.pb-c.h"
 #include "arena.h"
 #include "device.h"
 #include "log.h"
@@ -23,6 +25,28 @@ int ruda__default_socket_path(char *buf, size_t len)
 }
 
 static void on_connection(uv_poll_t *poll, int status, int events);
+
+/*
+ * Tell a connection why it is refused, then close it: one Reply with id 0
+ * (libruda's "the connection ends, this is why"), written without waiting;
+ * a new socket's send buffer always has room for it.
+ */
+static void refuse(int fd, ruda_status status, const char *message)
+{
+	Ruda__Reply reply = RUDA__REPLY__INIT;
+	reply.status = (Ruda__Status)status;
+	reply.message = (char *)message;
+	uint8_t frame[RUDA_FRAME_HEADER_SIZE + 512];
+	size_t length = ruda__reply__get_packed_size(&reply);
+	if (length <= sizeof(frame) - RUDA_FRAME_HEADER_SIZE) {
+		ruda__frame_header_encode(frame, (uint32_t)length, 0);
+		ruda__reply__pack(&reply, frame + RUDA_FRAME_HEADER_SIZE);
+		ssize_t n = send(fd, frame, RUDA_FRAME_HEADER_SIZE + length,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)n; /* a client already gone needs no reason */
+	}
+	close(fd);
+}
 
 static void on_tick(uv_check_t *check)
 {
@@ -75,7 +99,10 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 			log_warn("refusing a client (uid %u, pid %d): %u clients connected already "
 				 "(max_clients)", (unsigned)cred.uid, (int)cred.pid,
 				 server->max_clients);
-			close(fd);
+			char why[160];
+			snprintf(why, sizeof(why), "rudad serves %u clients already, its limit "
+				 "(max_clients); try again when one leaves", server->max_clients);
+			refuse(fd, RUDA_ERROR_BUSY, why);
 			continue;
 		}
 		struct ruda_session *session;

@@ -3,6 +3,9 @@
  *
  *   cc -o example example.c $(pkg-config --cflags --libs ruda)
  *   ./example /path/to/add_f32.spv
+ *
+ * In a built source tree, before `make install`, PKG_CONFIG_PATH=build
+ * finds build/ruda-uninstalled.pc (`make` builds build/example so too).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +16,9 @@
 
 static int fail(ruda_client *client, const char *what, ruda_status status)
 {
-	char why[256] = "";
-	if (client)
-		ruda_client_last_error(client, why, sizeof(why));
+	/* with client NULL (a failed connect) this is why the connect failed */
+	char why[512] = "";
+	ruda_client_last_error(client, why, sizeof(why));
 	fprintf(stderr, "%s: %s%s%s\n", what, ruda_strerror(status), *why ? ": " : "", why);
 	ruda_client_close(client);
 	return 1;

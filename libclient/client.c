@@ -662,15 +662,48 @@ static void client_free(ruda_client *c)
 	free(c);
 }
 
+/* Why this thread's last ruda_client_connect failed: there is no client to
+ * hold it then, so it lives beside errno, per thread. */
+static _Thread_local char connect_error[sizeof(((ruda_client *)0)->last_error)];
+
+static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(connect_error, sizeof(connect_error), fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+/* connect(2) failed with `err`: say which socket and what to do. */
+static ruda_status socket_unreachable(const char *path, int err)
+{
+	ruda__socket_connect_error(path, err, connect_error, sizeof(connect_error));
+	return err == EACCES || err == EPERM ? RUDA_ERROR_PERMISSION : RUDA_ERROR_DISCONNECTED;
+}
+
 ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	if (!out || ruda__socket_path(options ? options->socket_path : NULL, addr.sun_path,
-					    sizeof(addr.sun_path)) < 0)
-		return RUDA_ERROR_INVALID_ARGUMENT;
+	connect_error[0] = '\0';
+	if (!out)
+		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT, "ruda_client_connect: out is NULL");
+	*out = NULL;
+	int err = ruda__socket_path(options ? options->socket_path : NULL, addr.sun_path,
+				    sizeof(addr.sun_path));
+	if (err == -ENOENT)
+		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
+				      "no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, "
+				      "for $XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path");
+	if (err < 0)
+		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
+				      "the socket path is too long (at most %zu bytes)",
+				      sizeof(addr.sun_path) - 1);
 	ruda_client *c = calloc(1, sizeof(*c));
 	if (!c)
-		return RUDA_ERROR_OUT_OF_MEMORY;
+		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -679,15 +712,20 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	c->tensors = ruda__tensor_state_new();
 	if (!c->tensors || ruda__frame_reader_init(&c->in) < 0) {
 		client_free(c);
-		return RUDA_ERROR_OUT_OF_MEMORY;
+		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	}
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		ruda_status st = socket_unreachable(addr.sun_path, errno);
 		client_free(c);
-		return RUDA_ERROR_DISCONNECTED;
+		return st;
 	}
 	ruda_status st = hello(c, options);
 	if (st != RUDA_OK) {
+		/* rudad's reason: a Hello reply, or the notice it sends before
+		 * closing a connection it refuses (limits, policy) */
+		connect_failed(st, "rudad at %s refused the session: %s", addr.sun_path,
+			       c->last_error[0] ? c->last_error : ruda_strerror(st));
 		client_free(c);
 		return st;
 	}
@@ -705,15 +743,23 @@ void ruda_client_close(ruda_client *c)
 	client_free(c);
 }
 
-size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
+static size_t copy_message(const char *msg, char *buf, size_t len)
 {
-	pthread_mutex_lock(&c->lock);
-	size_t n = strlen(c->last_error);
-	if (len) {
+	size_t n = strlen(msg);
+	if (buf && len) {
 		size_t k = n < len - 1 ? n : len - 1;
-		memcpy(buf, c->last_error, k);
+		memcpy(buf, msg, k);
 		buf[k] = '\0';
 	}
+	return n;
+}
+
+size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
+{
+	if (!c)
+		return copy_message(connect_error, buf, len);
+	pthread_mutex_lock(&c->lock);
+	size_t n = copy_message(c->last_error, buf, len);
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
@@ -731,7 +777,7 @@ const char *ruda_client_name(const ruda_client *c)
 
 uint64_t ruda_client_session_id(const ruda_client *c)
 {
-	return c->session_id;
+	return c ? c->session_id : 0;
 }
 
 ruda_status ruda_client_properties(const ruda_client *c, ruda_device_properties *out)

@@ -259,11 +259,9 @@ static int ctl_connect(struct ctl *c, const char *given)
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", c->socket);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		err = errno;
-		fprintf(stderr,
-			"rudactl: cannot connect to rudad at %s: %s\n"
-			"(is rudad running? --socket or $RUDA_SOCKET choose another socket)\n",
-			c->socket, strerror(err));
+		char why[512];
+		ruda__socket_connect_error(c->socket, errno, why, sizeof(why));
+		fprintf(stderr, "rudactl: %s\n", why);
 		return CTL_EXIT_CONNECT;
 	}
 	if (ruda__frame_reader_init(&c->in) < 0) {
@@ -279,10 +277,12 @@ static int ctl_connect(struct ctl *c, const char *given)
 	req.body_case = RUDA__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	err = send_request(c, &req);
-	Ruda__Reply *reply = err ? NULL : recv_reply(c);
+	/* even when the send failed: rudad may have said why it closed */
+	Ruda__Reply *reply = recv_reply(c);
 	if (!reply) {
+		int recv_err = errno;
 		fprintf(stderr, "rudactl: no session with rudad at %s: %s\n", c->socket,
-			err ? strerror(-err) : recv_error(errno));
+			err ? strerror(-err) : recv_error(recv_err));
 		return CTL_EXIT_CONNECT;
 	}
 	int rc = CTL_EXIT_OK;

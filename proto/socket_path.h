@@ -11,4 +11,11 @@
  */
 int ruda__socket_path(const char *given, char *buf, size_t len);
 
+/*
+ * One sentence for a connect(2) to rudad's socket `path` that failed with
+ * errno `err`, naming the path and what to do (start rudad, join the
+ * socket's group), written into buf.
+ */
+void ruda__socket_connect_error(const char *path, int err, char *buf, size_t len);
+
 #endif

@@ -1049,7 +1049,7 @@ START_TEST(exit_codes)
 	run_ctl_full(r, AS_ROOT, missing, NULL, (const char *const[]){"status", NULL});
 	ck_assert_int_eq(r->rc, 3);
 	expect_in(r->err, missing);
-	expect_in(r->err, "No such file or directory");
+	expect_in(r->err, "/tmp/ruda-no-such-dir/rudad.sock: no such socket");
 	/* the environment's socket, named in the message too */
 	run_ctl_full(r, AS_ROOT, NULL, "/tmp/ruda-no-such-dir/env.sock",
 		     (const char *const[]){"clients", NULL});

@@ -215,7 +215,20 @@ typedef struct ruda_connect_options {
 
 /*
  * Connect to rudad and open a session. `options` may be NULL for the
- * defaults. On success *out owns the connection until ruda_client_close.
+ * defaults. On success *out owns the connection until ruda_client_close;
+ * on failure *out is NULL and ruda_client_last_error(NULL, ...) says why
+ * in one sentence naming the socket (per thread, like errno):
+ *   RUDA_ERROR_DISCONNECTED   no socket at the path, or nothing listens on it
+ *   RUDA_ERROR_PERMISSION     the socket's permissions refuse this user (the
+ *                             message names the group to join), or rudad's
+ *                             policy refuses this uid
+ *   RUDA_ERROR_BUSY           rudad is at a connection limit (the message
+ *                             names it, e.g. max_clients)
+ *   RUDA_ERROR_INVALID_ARGUMENT  no path to try (neither socket_path,
+ *                             $RUDA_SOCKET nor $XDG_RUNTIME_DIR for a
+ *                             non-root user), or a path over 107 bytes
+ *   RUDA_ERROR_VERSION        rudad speaks another protocol version
+ * and the device and arena errors of the options above.
  */
 ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out);
 
@@ -224,7 +237,9 @@ void ruda_client_close(ruda_client *client);
 
 /*
  * The daemon's detail message for the last failed call on this client,
- * copied into `buf` (always NUL-terminated when len > 0). Returns its length.
+ * copied into `buf` (always NUL-terminated when len > 0; `buf` may be NULL
+ * when len is 0). Returns its length. With client NULL: why this thread's
+ * last ruda_client_connect failed ("" after a success).
  */
 size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
 
@@ -234,7 +249,7 @@ uint32_t ruda_client_priority(const ruda_client *client);
 /* Runtime name ("ruda"), for logs and caches (ErasedClient::name). */
 const char *ruda_client_name(const ruda_client *client);
 
-/* The daemon-side session id (part of ErasedClient::service_id). */
+/* The daemon-side session id (part of ErasedClient::service_id); 0 for NULL. */
 uint64_t ruda_client_session_id(const ruda_client *client);
 
 /* Properties of this session's device, copied into *out. */
