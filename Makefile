@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run rudad in the foreground
 #   make check      install missing packages, build, run every test
 #   make deps       install the Debian packages the build and tests need
+#   make V=1 ...    show every command instead of one line per file
 
 VERSION := 0.1.0
 SOVERSION := 0
@@ -16,9 +17,21 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C ?= protoc-c
 GLSLC ?= glslc
 
+# procps: kill(1) for the service tests
 DEB_PACKAGES := build-essential pkgconf libuv1-dev libprotobuf-c-dev protobuf-c-compiler \
 	libvulkan-dev mesa-vulkan-drivers glslc spirv-tools check valgrind \
-	libsystemd-dev systemd man-db
+	libsystemd-dev systemd man-db procps
+
+# one line per file built unless V=1
+V ?= 0
+ifeq ($(V),1)
+Q :=
+say := @:
+else
+Q := @
+say := @printf '  %-6s %s\n'
+endif
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 CFLAGS ?= -O2 -g
@@ -28,6 +41,7 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -pthread -DRUDA_VERSION='"$(
 	-Ilibclient/include -I$(BUILD)/gen $(SAN)
 LDFLAGS_ALL := -pthread $(SAN)
 
+comma := ,
 pc = $(shell $(PKG_CONFIG) $(1) $(2) 2>/dev/null)
 DAEMON_LIBS = $(call pc,--libs,libuv libprotobuf-c vulkan SPIRV-Tools libsystemd) -lstdc++ -lm
 CLIENT_LIBS = $(call pc,--libs,libprotobuf-c)
@@ -65,19 +79,22 @@ TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tes
 
 RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
 
-all: $(BUILD)/rudad $(RUDACTL) $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example
+all: $(BUILD)/rudad $(RUDACTL) $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example \
+	$(BUILD)/ruda-uninstalled.pc
 
 # ---- generated protocol code -------------------------------------------
 
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
-	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
+	$(say) PROTOC $@
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
 
 # ruda_status in <ruda/ruda.h> must match ruda.Status in the proto: one
 # static assertion per wire value.
 $(BUILD)/gen/status_check.c: proto/ruda.proto
 	@mkdir -p $(BUILD)/gen
-	{ echo '#include <ruda/ruda.h>'; echo '#include "ruda.pb-c.h"'; \
+	$(say) GEN $@
+	$(Q){ echo '#include <ruda/ruda.h>'; echo '#include "ruda.pb-c.h"'; \
 	  sed -n '/^enum Status {/,/^}/p' $< | \
 	  sed -n 's/^ *\([A-Z_]*\) = [0-9]*;.*/_Static_assert((int)RUDA_\1 == (int)RUDA__STATUS__\1, "ruda_status \1 differs from the wire");/p'; \
 	} > $@
@@ -85,7 +102,8 @@ $(BUILD)/gen/status_check.c: proto/ruda.proto
 # rudad's own kernel (dynamic counts), compiled into it as C words
 $(BUILD)/gen/indirect_clamp.spv.inc: daemon/indirect_clamp.comp
 	@mkdir -p $(BUILD)/gen
-	$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
 
 $(BUILD)/obj/daemon/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
 
@@ -93,18 +111,21 @@ $(BUILD)/obj/daemon/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
 
 $(BUILD)/obj/%.o: %.c $(GEN)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+	$(say) CC $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # The gather kernel, embedded in libruda for strided tensor reads.
 $(BUILD)/gen/gather_spv.h: $(BUILD)/shaders/gather.spv
 	@mkdir -p $(BUILD)/gen
-	{ echo 'static const uint32_t ruda_gather_spv[] = {'; \
+	$(say) GEN $@
+	$(Q){ echo 'static const uint32_t ruda_gather_spv[] = {'; \
 	  od -An -v -tx4 $< | sed 's/\([0-9a-f]\{8\}\)/0x\1u,/g'; echo '};'; } > $@
 
 $(BUILD)/obj/libclient/tensor.o: $(BUILD)/gen/gather_spv.h
@@ -112,33 +133,39 @@ $(BUILD)/obj/libclient/tensor.o: $(BUILD)/gen/gather_spv.h
 # ---- programs and libraries --------------------------------------------
 
 $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
-	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # rudactl speaks the protocol itself: it needs the framing and the
 # generated code, not libruda.
 $(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
-	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 
 $(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
-	$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
+	$(say) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
 		-Wl,--version-script=libclient/libruda.map \
 		$(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
 $(BUILD)/libruda.so: $(BUILD)/libruda.so.$(VERSION)
-	ln -sf libruda.so.$(VERSION) $(BUILD)/libruda.so.$(SOVERSION)
-	ln -sf libruda.so.$(VERSION) $@
+	$(Q)ln -sf libruda.so.$(VERSION) $(BUILD)/libruda.so.$(SOVERSION)
+	$(Q)ln -sf libruda.so.$(VERSION) $@
 
 $(BUILD)/libruda.a: $(CLIENT_OBJ) $(PROTO_OBJ)
-	rm -f $@
-	ar rcs $@ $^
+	$(Q)rm -f $@
+	$(say) AR $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/shaders/%.spv: shaders/%.comp
 	@mkdir -p $(BUILD)/shaders
-	$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
 
 $(BUILD)/shaders/reduce_%.spv: shaders/reduce.comp
 	@mkdir -p $(BUILD)/shaders
-	$(GLSLC) --target-env=vulkan1.2 -O -DOP=$(REDUCE_OP_$(word 1,$(subst _, ,$*))) \
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -DOP=$(REDUCE_OP_$(word 1,$(subst _, ,$*))) \
 		-DT_$(shell echo $(word 2,$(subst _, ,$*)) | tr a-z A-Z) -o $@ $<
 
 REDUCE_OP_sum := 0
@@ -150,11 +177,28 @@ REDUCE_OP_mean := 4
 # Kernels that only tests use (some are meant to be refused).
 $(BUILD)/tests/shaders/%.spv: tests/shaders/%.comp
 	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
+
+# pkg-config's description of libruda: prefix, libdir, includedir, extra Libs
+ruda_pc = printf '%s\n' 'prefix=$(1)' 'libdir=$(2)' 'includedir=$(3)' '' \
+	'Name: ruda' 'Description: Client library of rudad, the ruda GPU compute daemon' \
+	'Version: $(VERSION)' \
+	'Requires.private: libprotobuf-c' 'Cflags: -I$${includedir}' \
+	'Libs: -L$${libdir} $(4)-lruda' 'Libs.private: -pthread'
+
+# For programs built against this tree before `make install`:
+# PKG_CONFIG_PATH=build pkg-config --cflags --libs ruda finds it (pkg-config
+# prefers a NAME-uninstalled.pc); the rpath finds build/libruda.so.
+$(BUILD)/ruda-uninstalled.pc: Makefile
+	@mkdir -p $(BUILD)
+	$(say) GEN $@
+	$(Q)$(call ruda_pc,$(abspath .),$(abspath $(BUILD)),$(abspath libclient/include),-Wl$(comma)-rpath$(comma)$${libdir} ) > $@
 
 # The README's example, built against the public header only.
 $(BUILD)/example: docs/example.c $(BUILD)/libruda.so
-	$(CC) -std=c11 $(WARN) $(CFLAGS) $(SAN) -Ilibclient/include -o $@ $< \
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 $(WARN) $(CFLAGS) $(SAN) -Ilibclient/include -o $@ $< \
 		-L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lruda
 
 # ---- tests --------------------------------------------------------------
@@ -165,7 +209,8 @@ TEST_COMMON := $(BUILD)/obj/tests/harness.o
 
 $(BUILD)/obj/tests/harness.o: tests/harness.c tests/harness.h $(GEN)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -c $< -o $@
+	$(say) CC $@
+	$(Q)$(CC) $(TEST_CFLAGS) -c $< -o $@
 
 # Unit suites may use any daemon module; both kinds link the real libruda.
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ))
@@ -173,13 +218,15 @@ DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ))
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		| $(SPIRV) $(TEST_SPIRV)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(DAEMON_LIB_OBJ) \
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS) $(CHECK_LIBS)
 
 $(BUILD)/tests/test_%: tests/integration/test_%.c $(TEST_COMMON) $(BUILD)/libruda.a \
 		| $(BUILD)/rudad $(SPIRV) $(TEST_SPIRV) $(BUILD)/example
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(BUILD)/libruda.a \
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(TEST_COMMON) $(BUILD)/libruda.a \
 		$(CLIENT_LIBS) $(CHECK_LIBS)
 
 # test_export is also a Vulkan program: it imports the buffers rudad exports
@@ -187,13 +234,15 @@ $(BUILD)/tests/test_export: CLIENT_LIBS += $(call pc,--libs,vulkan)
 
 $(BUILD)/tests/helper_%: tests/integration/helper_%.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
 # Counts rudad's live Vulkan objects when preloaded (tests/vkcount/);
 # built without sanitizers: it only forwards to the loader.
 $(BUILD)/tests/libvkcount.so: tests/vkcount/vkcount.c tests/vkcount/vkcount.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl -lpthread
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 $(WARN) -O2 -g -fPIC -shared -o $@ $< -ldl -lpthread
 
 $(BUILD)/tests/test_vk_objects: | $(BUILD)/tests/libvkcount.so
 
@@ -201,9 +250,11 @@ TEST_PROGRAMS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
 
 tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS)
 
-# Each suite prints Check's summary; the last line is the total.
+# The runner is checked on stubs first; each suite then streams its checks
+# and the last line is the total: "N passed, N failed, N skipped".
 check: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
+	@sh tests/run_selftest.sh
 	@BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS)
 
 # ---- benchmarks ---------------------------------------------------------
@@ -226,30 +277,35 @@ BENCH_ARGS ?=
 
 $(BUILD)/obj/tests/bench/%.o: tests/bench/%.c $(GEN)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+	$(say) CC $@
+	$(Q)$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
 # the in-process baselines link the daemon's device code, as unit tests do
 $(BENCH_DIR)/bench: $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(BENCH_OBJ) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		$(DAEMON_LIBS)
 
 # plain Vulkan and nothing else: what a program without rudad loads; and
 # what a device does with queue priorities
 $(BENCH_DIR)/first_vk: tests/bench/first_vk.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
 		-o $@ $< $(call pc,--libs,vulkan)
 
 $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/bench/%.c \
 		tests/bench/plain_vk.c tests/bench/plain_vk.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
 		-o $@ $< tests/bench/plain_vk.c $(call pc,--libs,vulkan)
 
 $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
 		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
 bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \
@@ -297,19 +353,22 @@ $(BUILD)/tests/test_fuzz_corpus: tests/fuzz/fuzz_frame.c tests/fuzz/fuzz_dispatc
 
 $(BUILD)/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(PROTO_OBJ) $(CLIENT_LIBS)
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(PROTO_OBJ) $(CLIENT_LIBS)
 
 $(BUILD)/fuzz/fuzz_dispatch: tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		| $(BUILD)/shaders/fill.spv
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS)
 
 # the dispatch harness with Admin messages as input (it includes fuzz_dispatch.c)
 $(BUILD)/fuzz/fuzz_admin: tests/fuzz/fuzz_admin.c tests/fuzz/fuzz_dispatch.c $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a | $(BUILD)/shaders/fill.spv
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) -fsanitize=fuzzer $(LDFLAGS_ALL) -o $@ $< $(DAEMON_LIB_OBJ) \
 		$(BUILD)/libruda.a $(DAEMON_LIBS)
 
 fuzz-programs: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -330,7 +389,8 @@ fuzz: deps fuzz-deps
 
 $(BUILD)/soak/soak: tests/soak/soak.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS) -lm
+	$(say) LD $@
+	$(Q)$(CC) $(TEST_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS) -lm
 
 soak: deps
 	@$(MAKE) --no-print-directory $(BUILD)/rudad $(BUILD)/shaders/fill.spv \
@@ -374,23 +434,36 @@ check-valgrind: deps
 
 # ---- running ------------------------------------------------------------
 
+# builds what the README's "try it" uses next (the example, rudactl), then
+# runs rudad; it says "rudad ... ready on SOCKET" once clients can connect
 RUN_SOCKET ?=
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/rudad
-	$(BUILD)/rudad $(if $(RUN_SOCKET),--socket $(RUN_SOCKET))
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@echo "starting $(BUILD)/rudad$(if $(RUN_SOCKET), --socket $(RUN_SOCKET)) (Ctrl-C stops it)"
+	@exec $(BUILD)/rudad $(if $(RUN_SOCKET),--socket $(RUN_SOCKET))
 
+# Installs what is missing: as root directly, else through sudo; without
+# either it says what to run and stops. apt's output goes to a log.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		if [ -z "$$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then \
-			$$SUDO apt-get update -q || exit 1; fi; \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing || \
-		{ $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; }; \
-	fi
+	[ -n "$$missing" ] || exit 0; \
+	SUDO=; if [ "$$(id -u)" != 0 ]; then \
+		if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else \
+			echo "make: these Debian packages are missing:$$missing"; \
+			echo "make: installing them needs root: run 'su -c \"apt-get install -y$$missing\"'" \
+				"(or ask an administrator to), then run make again"; \
+			exit 1; fi; fi; \
+	log=$${TMPDIR:-/tmp}/ruda-apt.$$$$.log; \
+	echo "installing:$$missing (apt-get's output: $$log)"; \
+	install() { DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q \
+		--no-install-recommends $$missing >>$$log 2>&1; }; \
+	if [ -z "$$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then \
+		$$SUDO apt-get update -q >>$$log 2>&1; fi; \
+	install || { $$SUDO apt-get update -q >>$$log 2>&1 && install; } || \
+		{ tail -n 20 $$log; echo "make: apt-get failed; its whole output is in $$log"; exit 1; }; \
+	rm -f $$log
 
 clean:
 	rm -rf $(BUILD)
@@ -432,12 +505,7 @@ install: all
 	ln -sf libruda.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libruda.so
 	$(INSTALL) -m 0644 $(BUILD)/libruda.a $(DESTDIR)$(LIBDIR)/
 	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
-		'Name: ruda' 'Description: Client library of rudad, the ruda GPU compute daemon' \
-		'Version: $(VERSION)' \
-		'Requires.private: libprotobuf-c' 'Cflags: -I$${includedir}' \
-		'Libs: -L$${libdir} -lruda' 'Libs.private: -pthread' \
-		> $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc
+	$(call ruda_pc,$(PREFIX),$(LIBDIR),$(INCLUDEDIR)) > $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc
 	$(INSTALL) -m 0644 $(SPIRV) $(DESTDIR)$(DATADIR)/ruda/shaders/
 	for u in $(UNITS); do \
 		sed 's|/usr/sbin/rudad|$(SBINDIR)/rudad|g' $$u > $(DESTDIR)$(SYSTEMDUNITDIR)/$${u#systemd/} && \
@@ -449,6 +517,11 @@ install: all
 		$(INSTALL) -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 	$(INSTALL) -m 0644 docs/rudad.conf.example docs/example.c docs/deploy.md \
 		$(DESTDIR)$(DOCDIR)/
+	@# the dynamic linker's cache must learn libruda.so.$(SOVERSION); a staged
+	@# install (DESTDIR) leaves that to the package's postinst
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then echo ldconfig; ldconfig; \
+	elif [ -z "$(DESTDIR)" ]; then echo "make install: run 'ldconfig' as root so" \
+		"programs find libruda.so.$(SOVERSION) in $(LIBDIR)"; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rudad $(DESTDIR)$(BINDIR)/rudactl \

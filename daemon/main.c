@@ -557,7 +557,7 @@ int main(int argc, char **argv)
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sighup, on_signal, SIGHUP);
 	start_service_timer(&d);
-	log_notice("rudad %s ready", RUDA_VERSION);
+	log_notice("rudad %s ready on %s", RUDA_VERSION, socket_path);
 	notify_status(&d, "READY=1");
 
 	uv_run(d.loop, UV_RUN_DEFAULT);
