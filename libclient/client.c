@@ -360,6 +360,35 @@ static ruda_status call_finish(ruda_client *c, struct waiting *w, Ruda__Reply **
 	return st;
 }
 
+struct ruda_pending {
+	struct waiting w;
+};
+
+ruda_status ruda__client_call_begin(ruda_client *c, Ruda__Request *req, struct ruda_pending **out)
+{
+	struct ruda_pending *p = malloc(sizeof(*p));
+	if (!p)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = call_begin(c, req, &p->w);
+	pthread_mutex_unlock(&c->lock);
+	if (st != RUDA_OK) {
+		free(p);
+		return st;
+	}
+	*out = p;
+	return RUDA_OK;
+}
+
+ruda_status ruda__client_call_finish(ruda_client *c, struct ruda_pending *p)
+{
+	pthread_mutex_lock(&c->lock);
+	ruda_status st = call_finish(c, &p->w, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	free(p);
+	return st;
+}
+
 /* Send `req` and wait for its reply. Lock held. */
 static ruda_status round_trip(ruda_client *c, Ruda__Request *req, Ruda__Reply **out, int *fd)
 {

@@ -17,6 +17,12 @@ ruda_status ruda__client_post(ruda_client *client, Ruda__Request *req, int now);
 /* A round trip: send `req` (with what is queued) and wait for its reply;
  * *out (optional) receives it, owned by the caller. */
 ruda_status ruda__client_call(ruda_client *client, Ruda__Request *req, Ruda__Reply **out);
+/* A round trip in two halves: send `req` (with what is queued) now, wait
+ * for its reply later, from any thread; *out is freed by the finish. */
+struct ruda_pending;
+ruda_status ruda__client_call_begin(ruda_client *client, Ruda__Request *req,
+				    struct ruda_pending **out);
+ruda_status ruda__client_call_finish(ruda_client *client, struct ruda_pending *pending);
 /* A staging transfer of `bytes` with no answer, sent at once: the next
  * sync watches the progress page for as long as it takes to move. */
 ruda_status ruda__client_post_transfer(ruda_client *client, Ruda__Request *req, uint64_t bytes);

@@ -1,5 +1,14 @@
-/* libruda: ruda_future, a read that runs while the caller goes on. Each
- * future is a thread doing the blocking read on the (thread-safe) client. */
+/*
+ * libruda: ruda_future, a read that runs while the caller goes on.
+ *
+ * The read is ordered at the call, as ErasedClient::read_async is: each
+ * buffer (or tensor, packed) is copied on the device into a new buffer of
+ * this session by a ToClient request sent before the call returns, so
+ * writes, launches and releases made after it cannot change what it reads.
+ * A thread of the future's own then waits for the copies, reads them into
+ * the caller's memory (a blocking read on the thread-safe client) and
+ * releases them.
+ */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -7,13 +16,21 @@
 
 #include <ruda/ruda.h>
 
+#include "client_private.h"
+
+/* One buffer or tensor of the read: its device copy and where it goes. */
+struct snapshot {
+	struct ruda_pending *copied; /* the ToClient in flight, or NULL */
+	ruda_status status;          /* of sending it */
+	ruda_handle copy;            /* the new buffer, packed */
+	void *dst;
+};
+
 struct ruda_future {
 	pthread_t thread;
 	ruda_client *client;
 	size_t count;
-	ruda_handle *handles;   /* a buffer read, or */
-	ruda_copy_desc *descs;  /* a tensor read */
-	void **dst;
+	struct snapshot *parts;
 	ruda_status status;
 	atomic_int done;
 };
@@ -21,49 +38,85 @@ struct ruda_future {
 static void *run(void *arg)
 {
 	struct ruda_future *f = arg;
-	f->status = f->handles ? ruda_client_read(f->client, f->handles, f->count, f->dst)
-			       : ruda_client_read_tensor(f->client, f->descs, f->count, f->dst);
+	ruda_status first = RUDA_OK;
+	for (size_t i = 0; i < f->count; i++) {
+		struct snapshot *p = &f->parts[i];
+		ruda_status st = p->status;
+		if (p->copied) {
+			st = ruda__client_call_finish(f->client, p->copied);
+			if (st == RUDA_OK) {
+				st = ruda_client_read_one(f->client, p->copy, p->dst);
+				ruda_client_release(f->client, p->copy);
+			}
+		}
+		if (first == RUDA_OK)
+			first = st;
+	}
+	f->status = first;
 	atomic_store_explicit(&f->done, 1, memory_order_release);
 	return NULL;
 }
 
+/* Send the device copy of one buffer (rank 0) or tensor into a new buffer
+ * of this session; what the copy will hold is what the caller gets. */
+static void snapshot_begin(ruda_client *c, ruda_handle src, const ruda_copy_desc *tensor,
+			   struct snapshot *p)
+{
+	Ruda__ToClient t = RUDA__TO_CLIENT__INIT;
+	t.handle = src.id;
+	t.offset = src.offset;
+	t.size = src.size;
+	t.target_session = ruda_client_session_id(c);
+	t.target_handle = ruda__client_next_id(c);
+	uint64_t packed = src.size;
+	if (tensor && tensor->rank) {
+		t.n_shape = t.n_strides = tensor->rank;
+		t.shape = (uint64_t *)tensor->shape;
+		t.strides = (uint64_t *)tensor->strides;
+		t.elem_size = (uint32_t)tensor->elem_size;
+		packed = tensor->elem_size;
+		for (uint32_t k = 0; k < tensor->rank; k++)
+			packed *= tensor->shape[k];
+	}
+	if (!packed)
+		return; /* nothing to read: RUDA_OK, dst untouched */
+	if (tensor && (tensor->rank > RUDA_MAX_RANK || tensor->elem_size > UINT32_MAX)) {
+		p->status = RUDA_ERROR_INVALID_ARGUMENT;
+		return;
+	}
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.body_case = RUDA__REQUEST__BODY_TO_CLIENT;
+	req.to_client = &t;
+	p->copy = (ruda_handle){.id = t.target_handle, .offset = 0, .size = packed};
+	p->status = ruda__client_call_begin(c, &req, &p->copied);
+}
+
 static void future_free(struct ruda_future *f)
 {
-	free(f->handles);
-	free(f->descs);
-	free(f->dst);
+	free(f->parts);
 	free(f);
 }
 
-/* Copy the caller's arrays (borrowed for the call only) and start. */
 static ruda_status start(ruda_client *c, const ruda_handle *handles, const ruda_copy_desc *descs,
 			 size_t count, void *const *dst, ruda_future **out)
 {
-	if (!c || !out || (count && !dst) || (count && !handles && !descs))
+	if (!c || !out || (count && !dst))
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	struct ruda_future *f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f || !(f->parts = calloc(count ? count : 1, sizeof(*f->parts)))) {
+		free(f);
 		return RUDA_ERROR_OUT_OF_MEMORY;
+	}
 	f->client = c;
 	f->count = count;
-	size_t n = count ? count : 1;
-	f->dst = calloc(n, sizeof(*f->dst));
-	if (handles)
-		f->handles = calloc(n, sizeof(*f->handles));
-	else
-		f->descs = calloc(n, sizeof(*f->descs));
-	if (!f->dst || (!f->handles && !f->descs)) {
-		future_free(f);
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	}
-	if (count) {
-		memcpy(f->dst, dst, count * sizeof(*f->dst));
-		if (handles)
-			memcpy(f->handles, handles, count * sizeof(*handles));
-		else
-			memcpy(f->descs, descs, count * sizeof(*descs));
+	for (size_t i = 0; i < count; i++) {
+		f->parts[i].dst = dst[i];
+		snapshot_begin(c, handles ? handles[i] : descs[i].handle, handles ? NULL : &descs[i],
+			       &f->parts[i]);
 	}
 	if (pthread_create(&f->thread, NULL, run, f) != 0) {
+		/* nothing may stay waiting for replies: finish here, then fail */
+		run(f);
 		future_free(f);
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -76,8 +129,7 @@ ruda_status ruda_client_read_async(ruda_client *c, const ruda_handle *handles, s
 {
 	if (count && !handles)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	static const ruda_handle none;
-	return start(c, count ? handles : &none, NULL, count, dst, out);
+	return start(c, handles, NULL, count, dst, out);
 }
 
 ruda_status ruda_client_read_tensor_async(ruda_client *c, const ruda_copy_desc *descs,
@@ -85,8 +137,7 @@ ruda_status ruda_client_read_tensor_async(ruda_client *c, const ruda_copy_desc *
 {
 	if (count && !descs)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	static const ruda_copy_desc none;
-	return start(c, NULL, count ? descs : &none, count, dst, out);
+	return start(c, NULL, descs, count, dst, out);
 }
 
 int ruda_future_poll(const ruda_future *f)

@@ -387,7 +387,13 @@ ruda_status ruda_client_read_tensor(ruda_client *client, const ruda_copy_desc *d
 /* ---- asynchronous reads (read_async, read_tensor_async) ---------------- */
 
 /*
- * A read in progress. The destination memory must stay valid until the
+ * A read in progress. It reads what the buffers held at the call: writes,
+ * launches and releases made after it do not change its result (each
+ * buffer is copied on the device, in stream order, before the call
+ * returns; the copy counts against the client's quota until the future has
+ * read it, and a copy that does not fit fails the future with
+ * RUDA_ERROR_QUOTA or RUDA_ERROR_OUT_OF_MEMORY). Each future runs on a
+ * thread of its own. The destination memory must stay valid until the
  * future is waited for; every future is waited for exactly once, and before
  * its client is closed.
  */
