@@ -212,15 +212,15 @@ ruda_status ruda_client_target_properties(const ruda_client *c, ruda_target_prop
 size_t ruda_client_io_optimized_vector_sizes(const ruda_client *c, size_t elem_size,
 					     uint32_t *out, size_t max)
 {
-	(void)c;
-	/* loads and stores of up to 16 bytes (a vec4 of words) are one access
-	 * on every device rudad drives; wider ones split */
-	size_t n = 0;
-	if (!elem_size || elem_size > 16)
+	if (!c || !elem_size || elem_size > 16)
 		return 0;
-	for (uint32_t width = (uint32_t)(16 / elem_size); width >= 1; width /= 2) {
-		if (16 % (width * elem_size) && width != 1)
-			continue;
+	/* Vulkan vectors have 2 to 4 components, and a load or store of up to
+	 * 16 bytes is one access on every device rudad drives */
+	uint32_t widest = 16 / elem_size < 4 ? (uint32_t)(16 / elem_size) : 4;
+	size_t n = 0;
+	for (uint32_t width = widest; width >= 1; width /= 2) {
+		if (width & (width - 1))
+			continue; /* 3: not a power of two */
 		if (out && n < max)
 			out[n] = width;
 		n++;

@@ -147,19 +147,47 @@ static uint64_t choose_layout(const ruda_client *c, const ruda_layout_desc *d, r
 	return pitched ? rows * pitch : rows * row_bytes;
 }
 
-int ruda_client_can_read_tensor(const ruda_client *c, uint32_t rank, const uint64_t *shape,
-				const uint64_t *strides)
+/*
+ * Whether the layout is rows lying at a pitch: the last dimension packed,
+ * every other one packed over rows of *pitch elements (>= the row), as
+ * choose_layout's pitched tensors are. A packed layout is the case pitch ==
+ * the row. Dimensions of size 1 may have any stride.
+ */
+static int rows_at_pitch(uint32_t rank, const uint64_t *shape, const uint64_t *strides,
+			 uint64_t *pitch)
 {
-	(void)c;
 	if (rank < 1 || rank > RUDA_MAX_RANK || !shape || !strides)
 		return 0;
-	uint64_t expected = 1;
-	for (uint32_t k = rank; k-- > 0;) {
+	uint32_t last = rank - 1;
+	if (shape[last] != 1 && strides[last] != 1)
+		return 0;
+	/* the row pitch: the stride of the innermost outer dimension that has
+	 * more than one element, or the row when there is none */
+	*pitch = shape[last];
+	for (uint32_t k = last; k-- > 0;)
+		if (shape[k] != 1) {
+			*pitch = strides[k];
+			break;
+		}
+	if (*pitch < shape[last])
+		return 0;
+	uint64_t expected = *pitch;
+	for (uint32_t k = last; k-- > 0;) {
 		if (shape[k] != 1 && strides[k] != expected)
+			return 0;
+		if (shape[k] && expected > UINT64_MAX / shape[k])
 			return 0;
 		expected *= shape[k];
 	}
 	return 1;
+}
+
+int ruda_client_can_read_tensor(const ruda_client *c, uint32_t rank, const uint64_t *shape,
+				const uint64_t *strides)
+{
+	(void)c;
+	uint64_t pitch;
+	return rows_at_pitch(rank, shape, strides, &pitch);
 }
 
 /* ---- create and empty --------------------------------------------------- */
@@ -223,7 +251,9 @@ static ruda_status make_tensors(ruda_client *c, const ruda_layout_desc *descs,
 		uint64_t packed = element_count(d->rank, d->shape) * d->elem_size;
 		if (!packed)
 			continue;
-		if (ruda_client_can_read_tensor(c, d->rank, d->shape, out[i].strides))
+		uint64_t pitch;
+		if (rows_at_pitch(d->rank, d->shape, out[i].strides, &pitch) &&
+		    pitch == d->shape[d->rank - 1])
 			st = ruda_client_write(c, out[i].handle, 0, data[i], packed);
 		else
 			st = upload_pitched(c, d, &out[i], data[i]);
@@ -400,6 +430,22 @@ static ruda_status read_gathered_on_host(ruda_client *c, const ruda_copy_desc *d
 	return st;
 }
 
+/* Rows of `row` bytes every `pitch` bytes: read the span, drop the padding. */
+static ruda_status read_rows(ruda_client *c, const ruda_copy_desc *d, uint64_t row,
+			     uint64_t pitch, uint64_t span, void *dst)
+{
+	uint8_t *bytes = malloc(span);
+	if (!bytes)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	ruda_status st = ruda_client_read_one(
+		c, (ruda_handle){d->handle.id, d->handle.offset, span}, bytes);
+	uint64_t rows = row ? element_count(d->rank, d->shape) * d->elem_size / row : 0;
+	for (uint64_t i = 0; st == RUDA_OK && i < rows; i++)
+		memcpy((uint8_t *)dst + i * row, bytes + i * pitch, row);
+	free(bytes);
+	return st;
+}
+
 static ruda_status read_tensor(ruda_client *c, const ruda_copy_desc *d, void *dst)
 {
 	uint64_t span;
@@ -411,10 +457,14 @@ static ruda_status read_tensor(ruda_client *c, const ruda_copy_desc *d, void *ds
 		return RUDA_OK;
 	if (!dst)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	uint64_t packed = element_count(d->rank, d->shape) * d->elem_size;
-	if (ruda_client_can_read_tensor(c, d->rank, d->shape, d->strides))
-		return ruda_client_read_one(c, (ruda_handle){d->handle.id, d->handle.offset, packed},
-					    dst);
+	uint64_t packed = element_count(d->rank, d->shape) * d->elem_size, pitch;
+	if (rows_at_pitch(d->rank, d->shape, d->strides, &pitch)) {
+		uint64_t row = d->shape[d->rank - 1];
+		if (pitch == row)
+			return ruda_client_read_one(
+				c, (ruda_handle){d->handle.id, d->handle.offset, packed}, dst);
+		return read_rows(c, d, row * d->elem_size, pitch * d->elem_size, span, dst);
+	}
 	struct flat_layout f;
 	flatten(d, &f);
 	if (device_gather_fits(c, d, &f, span))

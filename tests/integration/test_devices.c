@@ -164,10 +164,17 @@ START_TEST(properties_values)
 	ck_assert_uint_eq(widths[0], 4);
 	ck_assert_uint_eq(widths[1], 2);
 	ck_assert_uint_eq(widths[2], 1);
-	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 2, widths, 8), 4);
-	ck_assert_uint_eq(widths[0], 8);
+	/* Vulkan vectors have at most 4 components, whatever the element */
+	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 1, widths, 8), 3);
+	ck_assert_uint_eq(widths[0], 4);
+	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 2, widths, 8), 3);
+	ck_assert_uint_eq(widths[0], 4);
+	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 8, widths, 8), 2);
+	ck_assert_uint_eq(widths[0], 2);
+	ck_assert_uint_eq(widths[1], 1);
 	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 16, widths, 8), 1);
 	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(clients[0], 0, widths, 8), 0);
+	ck_assert_uint_eq(ruda_client_io_optimized_vector_sizes(NULL, 4, widths, 8), 0);
 }
 END_TEST
 

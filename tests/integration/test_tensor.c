@@ -80,7 +80,14 @@ START_TEST(optimized_pitches_rows)
 	ck_assert_uint_eq(l.strides[0], 1024);
 	ck_assert_uint_eq(l.strides[1], 1);
 	ck_assert_uint_eq(l.handle.size, 37 * 4096);
-	ck_assert(!ruda_client_can_read_tensor(client, 2, d.shape, l.strides));
+	/* rows at a pitch are read as they lie (the padding dropped on the
+	 * host), so the layout create_tensor chose is readable; a pitch
+	 * shorter than the row, or rows not packed over the pitch, are not */
+	ck_assert(ruda_client_can_read_tensor(client, 2, d.shape, l.strides));
+	const uint64_t short_pitch[2] = {1000, 1}, loose[3] = {1024 * 38, 1024, 1};
+	ck_assert(!ruda_client_can_read_tensor(client, 2, d.shape, short_pitch));
+	const uint64_t shape3[3] = {2, 37, 1001};
+	ck_assert(!ruda_client_can_read_tensor(client, 3, shape3, loose));
 	/* the raw buffer: row r starts at r * 4096 */
 	uint8_t *data = malloc(37 * 4004), *raw = malloc(37 * 4096);
 	test_fill_random(data, 37 * 4004, 2);

@@ -368,8 +368,11 @@ ruda_status ruda_client_empty_tensor(ruda_client *client, const ruda_layout_desc
 
 /*
  * Whether a layout is read as it lies, with no gather on the device
- * (ErasedClient::can_read_tensor): packed row-major strides (dimensions of
- * size 1 may have any stride).
+ * (ErasedClient::can_read_tensor): packed row-major strides, or rows at a
+ * pitch (the last dimension packed, the others packed over rows of at
+ * least a row's elements), as the optimized layout of create_tensor
+ * returns; the pitch padding is read too and dropped. Dimensions of size 1
+ * may have any stride.
  */
 int ruda_client_can_read_tensor(const ruda_client *client, uint32_t rank, const uint64_t *shape,
 				const uint64_t *strides);
@@ -763,7 +766,10 @@ ruda_status ruda_client_target_properties(const ruda_client *client,
 
 /* Vector widths (elements) that make memory access efficient for
  * `elem_size`-byte elements, widest first, into `out` (up to max); returns
- * how many (ErasedClient::io_optimized_vector_sizes). */
+ * how many (ErasedClient::io_optimized_vector_sizes). Vulkan vectors have at
+ * most 4 components and one access moves at most 16 bytes, so: 4, 2, 1 for
+ * elements of 1 to 4 bytes, 2, 1 for 8 bytes, 1 for 16; 0 for a NULL client
+ * or another size. */
 size_t ruda_client_io_optimized_vector_sizes(const ruda_client *client, size_t elem_size,
 					     uint32_t *out, size_t max);
 
