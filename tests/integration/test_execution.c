@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -136,9 +137,16 @@ static int take_the_device(ruda_client *c, void *arg)
 START_TEST(exclusive_holder_killed)
 {
 	test_kill(test_fork_client(&daemon_, "holder", take_the_device, NULL));
-	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK); /* not 60 s later */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	busy_work(client, 256, 1);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* released when the holder died, not when its lease ran out (the
+	 * lease's cap is 10 s; work here takes milliseconds) */
+	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_msg(waited < 2.0, "the others waited %.2f s for the dead holder's lease", waited);
 }
 END_TEST
 
