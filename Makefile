@@ -451,9 +451,9 @@ deps:
 	[ -n "$$missing" ] || exit 0; \
 	SUDO=; if [ "$$(id -u)" != 0 ]; then \
 		if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else \
-			echo "make: these Debian packages are missing:$$missing"; \
-			echo "make: installing them needs root: run 'su -c \"apt-get install -y$$missing\"'" \
-				"(or ask an administrator to), then run make again"; \
+			echo "make: the Debian packages$$missing are missing, and installing them" \
+				"needs root: run su -c 'apt-get install -y$$missing' (or have an" \
+				"administrator run it), then make again"; \
 			exit 1; fi; fi; \
 	log=$${TMPDIR:-/tmp}/ruda-apt.$$$$.log; \
 	echo "installing:$$missing (apt-get's output: $$log)"; \

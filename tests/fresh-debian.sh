@@ -146,7 +146,7 @@ set -e
 echo "$out" | sed 's/^/    /'
 echo "exit status $rc"
 [ $rc -ne 0 ] || fail "make run succeeded without the packages"
-echo "$out" | grep -q "installing them needs root: run 'su -c \"apt-get install -y" ||
+echo "$out" | grep -q "needs root: run su -c 'apt-get install -y" ||
 	fail "no sentence saying what to run"
 
 step "2. root, no sudo, a fresh copy: make run, then the README's try-it lines"
