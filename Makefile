@@ -310,6 +310,7 @@ $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 
 bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \
 		$(BUILD)/shaders/saxpy.spv $(BUILD)/tests/shaders/spec_fill.spv \
+		$(BUILD)/tests/shaders/spin.spv \
 		$(BENCH_DIR)/bench $(BENCH_HELPERS)
 
 bench: deps

@@ -208,6 +208,8 @@ int bench_runner_buffer(struct bench_runner *r, uint64_t size, const void *init)
 void bench_runner_launch(struct bench_runner *r, int kernel, uint32_t groups, const int *bufs,
 			 const void *push, uint32_t push_size);
 void bench_runner_sync(struct bench_runner *r);
+/* rudad only: send the next requests (and syncs) to `stream`. */
+void bench_runner_set_stream(struct bench_runner *r, uint32_t stream);
 /* The whole buffer into `dst` (after everything launched). */
 void bench_runner_read(struct bench_runner *r, int buf, void *dst);
 void bench_runner_close(struct bench_runner *r);
@@ -259,6 +261,9 @@ void bench_priority(const ruda_device_properties *props);
 void bench_connections(void);
 void bench_kernel_speed(const struct bench_daemon *d, const ruda_device_properties *props);
 int bench_scaling_worker(int argc, char **argv);
+/* Sharing one device among many small-kernel clients (sharing.c). */
+void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *props);
+int bench_sharing_worker(int argc, char **argv);
 
 /* ---- SVG plots (svg.c) ------------------------------------------------------- */
 

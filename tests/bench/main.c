@@ -4,7 +4,7 @@
  *
  *   bench [--quick] [--only GROUP[,GROUP]] [--build-dir DIR] [--json PATH]
  *
- * GROUP: transfers, launch, first_launch, kernels, scaling, priority,
+ * GROUP: transfers, launch, first_launch, kernels, scaling, sharing, priority,
  * connections, devices (the `groups` table below). Environment:
  *   RUDA_BENCH_MAX_BYTES  largest transfer (default 1G; K, M, G suffixes)
  *   RUDA_BENCH_DEVICE     the device (rudad --device syntax) for rudad and
@@ -87,6 +87,11 @@ static void run_scaling(struct bench_daemon *warm, const ruda_device_properties 
 	bench_scaling(warm, props);
 }
 
+static void run_sharing(struct bench_daemon *warm, const ruda_device_properties *props)
+{
+	bench_sharing(warm, props);
+}
+
 static void run_priority(struct bench_daemon *warm, const ruda_device_properties *props)
 {
 	(void)warm;
@@ -149,6 +154,14 @@ static const struct bench_group {
 	 "aggregate = all clients' kernels / the window; share = a client's rate / (total / N), "
 	 "min over clients\n"
 	 "in-process: each process opens Vulkan itself (no daemon)"},
+	{"sharing", run_sharing,
+	 "sharing: P client processes of one-workgroup kernels (K launches, then a sync), "
+	 "started at one instant",
+	 "value", "baseline",
+	 "aggregate kernels/s of all clients; short ~25 us and long ~1 ms kernels, calibrated "
+	 "in-process\n"
+	 "baselines: one client alone; P processes each opening Vulkan; one client over 16 "
+	 "streams"},
 	{"priority", run_priority,
 	 "priorities: a latency-sensitive client's launch + sync round trip while 8 other "
 	 "processes saturate the device",

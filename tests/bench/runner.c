@@ -99,6 +99,12 @@ void bench_runner_launch(struct bench_runner *r, int kernel, uint32_t groups, co
 	   "launch");
 }
 
+void bench_runner_set_stream(struct bench_runner *r, uint32_t stream)
+{
+	BENCH_CHECK(!r->inproc, "runner: streams are rudad's");
+	ok(r->c, ruda_client_set_stream(r->c, stream), "set_stream");
+}
+
 void bench_runner_sync(struct bench_runner *r)
 {
 	if (r->inproc)

@@ -21,6 +21,7 @@
 /* Every group's workers: add a line for a new one. */
 static const struct bench_worker workers[] = {
 	{"scaling", bench_scaling_worker},
+	{"sharing", bench_sharing_worker},
 };
 
 int bench_worker_main(int argc, char **argv)
