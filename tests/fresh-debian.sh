@@ -118,7 +118,7 @@ start_make_run() {
 }
 
 stop_make_run() {
-	kill -TERM -- "-$run_pid" 2>/dev/null || true
+	kill -TERM "-$run_pid" 2>/dev/null || true
 	wait "$run_pid" 2>/dev/null || true
 }
 
