@@ -14,6 +14,7 @@
 #include "device.h"
 #include "device_info.h"
 #include "collective.h"
+#include "throughput_cache.h"
 #include "to_client.h"
 #include "graph.h"
 #include "indirect.h"
@@ -1093,56 +1094,31 @@ static void handle_fence(struct ruda_session *s, const Ruda__Request *req)
 
 /* ---- throughput cache ---------------------------------------------------- */
 
-#define MAX_THROUGHPUT_KEY 256u
-#define MAX_THROUGHPUTS 4096u
-
-static uint64_t key_hash64(const char *key)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *key; key++) {
-		h ^= (uint8_t)*key;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static struct ruda_handle_table *throughput_table(struct ruda_session *s)
+static struct ruda_throughput_cache *throughput_cache(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
-	if (!ctx->throughputs)
-		ctx->throughputs = calloc(ctx->ndevices, sizeof(*ctx->throughputs));
-	return ctx->throughputs ? &ctx->throughputs[s->device->index] : NULL;
-}
-
-static struct ruda_throughput *throughput_find(struct ruda_handle_table *t, const char *key)
-{
-	struct ruda_throughput *e = t ? ruda__handle_table_get(t, key_hash64(key)) : NULL;
-	while (e && strcmp(e->key, key) != 0)
-		e = e->next;
-	return e;
-}
-
-static int throughput_key_ok(const char *key)
-{
-	return key && *key && strlen(key) <= MAX_THROUGHPUT_KEY;
+	return ctx->throughput_caches ? ctx->throughput_caches[s->device->index] : NULL;
 }
 
 static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *req)
 {
 	const char *key = req->throughput_get->key;
-	if (!throughput_key_ok(key)) {
+	struct ruda_throughput_cache *cache = throughput_cache(s);
+	double value = 0;
+	int err = cache ? ruda__throughput_cache_get(cache, key, &value) : -ENOMEM;
+	if (err == -EINVAL) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput key empty or over %u bytes", MAX_THROUGHPUT_KEY);
+					   "throughput key empty or over %u bytes",
+					   RUDA_THROUGHPUT_MAX_KEY);
 		return;
 	}
-	struct ruda_throughput *e = throughput_find(throughput_table(s), key);
-	if (!e) {
+	if (err) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
 					   "no throughput measured for \"%s\" yet", key);
 		return;
 	}
 	Ruda__ThroughputReply tr = RUDA__THROUGHPUT_REPLY__INIT;
-	tr.value = e->value;
+	tr.value = value;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_THROUGHPUT;
@@ -1153,29 +1129,23 @@ static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *r
 static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *req)
 {
 	const char *key = req->throughput_set->key;
-	struct ruda_handle_table *t = throughput_table(s);
-	if (!throughput_key_ok(key)) {
+	double value = req->throughput_set->value;
+	struct ruda_throughput_cache *cache = throughput_cache(s);
+	int err = cache ? ruda__throughput_cache_set(cache, key, value) : -ENOMEM;
+	if (err == -EINVAL)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput key empty or over %u bytes", MAX_THROUGHPUT_KEY);
-		return;
-	}
-	/* the first measurement stays; a full table keeps what it has */
-	if (t && !throughput_find(t, key) && t->count < MAX_THROUGHPUTS) {
-		size_t len = strlen(key);
-		struct ruda_throughput *e = malloc(sizeof(*e) + len + 1);
-		if (e) {
-			memcpy(e->key, key, len + 1);
-			e->value = req->throughput_set->value;
-			uint64_t h = key_hash64(key);
-			e->next = ruda__handle_table_remove(t, h);
-			if (ruda__handle_table_insert(t, h, e) < 0) {
-				if (e->next)
-					ruda__handle_table_insert(t, h, e->next);
-				free(e);
-			}
-		}
-	}
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+					   "throughput \"%.64s\": the key must be 1 to %u bytes and "
+					   "the value finite and positive (%g)",
+					   key ? key : "", RUDA_THROUGHPUT_MAX_KEY, value);
+	else if (err == -ENOSPC)
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_QUOTA,
+					   "the device's throughput cache is full (%u measurements); "
+					   "\"%.64s\" is not recorded",
+					   RUDA_THROUGHPUT_MAX, key);
+	else if (err)
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+	else
+		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
 }
 
 /* ---- memory usage ------------------------------------------------------- */

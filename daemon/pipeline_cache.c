@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../proto/sha256.h"
+#include "cache_file.h"
 #include "device.h"
 #include "log.h"
 #include "pipeline.h"
@@ -59,21 +60,6 @@ static int read_all(int fd, void *buf, size_t len)
 			continue;
 		if (n <= 0)
 			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -148,31 +134,12 @@ int64_t ruda__pipeline_cache_load(struct ruda_device *d, const char *dir)
 	return loaded;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int64_t ruda__pipeline_cache_save(struct ruda_device *d, const char *dir)
 {
-	char path[4096], tmp[4200];
+	char path[4096];
 	if (ruda__pipeline_cache_path(d, dir, path, sizeof(path)) < 0)
 		return -ENAMETOOLONG;
-	int err = mkdir_p(dir);
-	if (err)
-		return err;
+	int err;
 	size_t size = 0;
 	if (vkGetPipelineCacheData(d->vk, d->pipeline_cache, &size, NULL) != VK_SUCCESS)
 		return -EIO;
@@ -189,35 +156,10 @@ int64_t ruda__pipeline_cache_save(struct ruda_device *d, const char *dir)
 	header_for(d, &h);
 	h.data_size = size;
 	ruda__sha256(data, size, h.sha256);
-	/* a unique name: a periodic save may still be writing its own */
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		free(data);
-		return -errno;
-	}
-	err = fchmod(fd, 0644) < 0 ? -errno : 0;
-	if (!err)
-		err = write_all(fd, &h, sizeof(h));
-	if (!err)
-		err = write_all(fd, data, size);
-	if (!err && fsync(fd) < 0)
-		err = -errno;
-	if (close(fd) < 0 && !err)
-		err = -errno;
+	err = ruda__cache_file_write(dir, path, &h, sizeof(h), data, size);
 	free(data);
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err) {
-		unlink(tmp);
+	if (err)
 		return err;
-	}
-	/* make the rename itself durable */
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
 	return (int64_t)(sizeof(h) + size);
 }
 
@@ -232,7 +174,7 @@ void ruda__pipeline_cache_setup_driver_caches(const char *dir)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/driver", dir);
 	/* NVIDIA's driver does not create the directory itself */
-	mkdir_p(path);
+	ruda__cache_file_mkdir(path);
 	setenv("MESA_SHADER_CACHE_DIR", path, 0);
 	setenv("__GL_SHADER_DISK_CACHE_PATH", path, 0);
 	/* Mesa maps its cache's index file and dies of SIGBUS when writing it

@@ -18,6 +18,7 @@
 #include "device.h"
 #include "log.h"
 #include "recovery.h"
+#include "throughput_cache.h"
 
 int ruda__default_socket_path(char *buf, size_t len)
 {
@@ -242,6 +243,10 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
 	server->ctx.arena_pools = pools;
+	server->ctx.throughput_caches = calloc(ndevices, sizeof(*server->ctx.throughput_caches));
+	for (uint32_t i = 0; server->ctx.throughput_caches && i < ndevices; i++)
+		server->ctx.throughput_caches[i] =
+			ruda__throughput_cache_new(loop, devices[i], o->cache_dir);
 	for (uint32_t i = 0; i < ndevices; i++) {
 		devices[i]->on_progress = on_device_progress;
 		devices[i]->progress_data = server;

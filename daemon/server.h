@@ -22,6 +22,7 @@ struct ruda_server_options {
 	bool has_socket_group;
 	gid_t socket_gid;
 	const struct ruda_policy *policy; /* borrowed; NULL: everyone may connect */
+	const char *cache_dir; /* the throughput caches' files; NULL: memory only */
 	uint64_t arena_size;
 	uint32_t max_clients;
 	size_t max_output;

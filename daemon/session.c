@@ -21,6 +21,7 @@
 #include "ruda.pb-c.h"
 #include "session_arena.h"
 #include "staging.h"
+#include "throughput_cache.h"
 
 static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
@@ -603,19 +604,10 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 	ruda__session_arenas_finish(ctx);
 	free(ctx->scratch);
 	ctx->scratch = NULL;
-	for (uint32_t i = 0; ctx->throughputs && i < ctx->ndevices; i++) {
-		struct ruda_throughput *t;
-		while ((t = ruda__handle_table_pop(&ctx->throughputs[i], NULL))) {
-			while (t) {
-				struct ruda_throughput *next = t->next;
-				free(t);
-				t = next;
-			}
-		}
-		ruda__handle_table_finish(&ctx->throughputs[i]);
-	}
-	free(ctx->throughputs);
-	ctx->throughputs = NULL;
+	for (uint32_t i = 0; ctx->throughput_caches && i < ctx->ndevices; i++)
+		ruda__throughput_cache_free(ctx->throughput_caches[i]);
+	free(ctx->throughput_caches);
+	ctx->throughput_caches = NULL;
 	uint64_t *bytes;
 	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
 		free(bytes);

@@ -21,6 +21,7 @@ struct ruda_arena;
 struct ruda_buffer;
 struct ruda_pipeline;
 struct ruda_policy;
+struct ruda_throughput_cache;
 struct Ruda__Reply;
 
 /* A buffer id of the session: the buffer, or the error that took its place. */
@@ -39,13 +40,6 @@ struct ruda_session_profile {
 /* A kernel id of the session. */
 struct ruda_session_kernel {
 	struct ruda_pipeline *pipeline; /* owned reference */
-};
-
-/* A measured throughput, found by the hash of its key (and its key). */
-struct ruda_throughput {
-	struct ruda_throughput *next; /* same hash */
-	double value;
-	char key[];
 };
 
 /* What sessions share, owned by the server and handed to each session. */
@@ -67,8 +61,8 @@ struct ruda_session_context {
 	struct ruda_handle_table uid_bytes; /* uid -> uint64_t bytes held */
 	struct ruda_handle_table uid_staging; /* uid -> uint64_t staging bytes held */
 	uint8_t *scratch; /* owned: where requests are decoded (dispatch.c) */
-	/* measured throughputs, per device: key hash -> struct ruda_throughput */
-	struct ruda_handle_table *throughputs; /* owned, one table per device */
+	/* measured throughputs, one cache per device (owned) */
+	struct ruda_throughput_cache **throughput_caches;
 	int decoding;     /* a request in the scratch area is being handled */
 	/* the session holding the device alone (rudactl and ExclusiveBegin),
 	 * 0: none; sessions waiting for a lease, in order */

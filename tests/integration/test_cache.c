@@ -122,6 +122,77 @@ START_TEST(bad_cache_files_are_ignored)
 }
 END_TEST
 
+static int probe_calls;
+
+static int probe(void *user, double *value)
+{
+	probe_calls++;
+	*value = *(double *)user;
+	return 0;
+}
+
+/* The file beside the pipeline cache whose name starts with `prefix`. */
+static void file_named(const char *prefix, char *path, size_t len)
+{
+	path[0] = '\0';
+	DIR *dir = opendir(cache_dir);
+	struct dirent *e;
+	while (dir && (e = readdir(dir)))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+			snprintf(path, len, "%s/%s", cache_dir, e->d_name);
+	if (dir)
+		closedir(dir);
+}
+
+/* measure_throughput's answers outlive rudad, as compiled kernels do: a
+ * restarted daemon answers from the file without measuring again; a
+ * corrupt file is ignored and written again. */
+START_TEST(throughputs_survive_a_restart)
+{
+	struct test_daemon d;
+	start(&d);
+	ruda_client *c = test_connect(&d, "measure");
+	double first = 321.25, second = 7.0, got = 0;
+	probe_calls = 0;
+	ck_assert_int_eq(ruda_client_measure_throughput(c, "matmul/f16/128", probe, &first, &got),
+			 RUDA_OK);
+	ck_assert_int_eq(probe_calls, 1);
+	ruda_client_close(c);
+	test_daemon_stop(&d); /* saves */
+	char path[512];
+	file_named("throughputs-", path, sizeof(path));
+	ck_assert_str_ne(path, "");
+
+	start(&d);
+	c = test_connect(&d, "after restart");
+	got = 0;
+	ck_assert_int_eq(ruda_client_measure_throughput(c, "matmul/f16/128", probe, &second, &got),
+			 RUDA_OK);
+	ck_assert_int_eq(probe_calls, 1); /* not measured again */
+	ck_assert(got == 321.25);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+
+	/* a flipped byte: the file is ignored, the value measured again */
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	FILE *f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, st.st_size - 3, SEEK_SET);
+	fputc(0xa5, f);
+	fclose(f);
+	start(&d);
+	c = test_connect(&d, "corrupt file");
+	ck_assert_int_eq(ruda_client_measure_throughput(c, "matmul/f16/128", probe, &second, &got),
+			 RUDA_OK);
+	ck_assert_int_eq(probe_calls, 2);
+	ck_assert(got == 7.0);
+	ruda_client_close(c);
+	ck_assert(test_daemon_alive(&d));
+	test_daemon_stop(&d);
+}
+END_TEST
+
 /* An unwritable cache directory does not stop rudad. */
 START_TEST(unwritable_cache_directory)
 {
@@ -185,6 +256,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, restart_loads_the_cache);
 	tcase_add_test(tc, bad_cache_files_are_ignored);
+	tcase_add_test(tc, throughputs_survive_a_restart);
 	tcase_add_test(tc, unwritable_cache_directory);
 	tcase_add_test(tc, modules_known_by_hash);
 	suite_add_tcase(s, tc);

@@ -681,7 +681,12 @@ void ruda_graph_release(ruda_graph *graph);
  * (ErasedClient::measure_throughput): from rudad's cache, shared by all its
  * clients, or, on a miss, by calling probe(user, &value) once and recording
  * its answer for everyone. A probe returning non-zero records nothing and
- * makes the call return RUDA_ERROR_UNSUPPORTED.
+ * makes the call return RUDA_ERROR_UNSUPPORTED. rudad keeps the answers in
+ * its cache directory, so they outlive a restart (as CubeCL keeps them on
+ * disk). Errors: RUDA_ERROR_INVALID_ARGUMENT for a key that is empty or
+ * over 256 bytes, or a probe's value that is not finite and positive;
+ * RUDA_ERROR_QUOTA when the device holds 4096 measurements already (the
+ * value is returned but not recorded).
  */
 ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
 					   int (*probe)(void *user, double *value), void *user,
