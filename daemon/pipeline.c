@@ -94,12 +94,26 @@ static void compile_work(uv_work_t *work)
 
 static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 {
+	const VkPhysicalDeviceLimits *dl = &d->props.limits;
+	struct ruda_spirv_limits limits = {
+		.max_workgroup_size = {dl->maxComputeWorkGroupSize[0], dl->maxComputeWorkGroupSize[1],
+				       dl->maxComputeWorkGroupSize[2]},
+		.max_workgroup_invocations = dl->maxComputeWorkGroupInvocations,
+		.max_shared_bytes = dl->maxComputeSharedMemorySize,
+		.max_private_bytes = RUDA_SPIRV_MAX_PRIVATE_BYTES,
+		.max_words = RUDA_SPIRV_MAX_WORDS,
+		.max_call_depth = RUDA_SPIRV_MAX_CALL_DEPTH,
+		.max_inlined_instructions = RUDA_SPIRV_MAX_INLINED_INSTRUCTIONS,
+	};
 	struct ruda_spirv_layout expected = {
 		.api_version = d->props.apiVersion,
 		.entry_point = p->entry_point,
 		.binding_count = p->binding_count,
 		.push_constant_size = p->push_constant_size,
 		.features = &d->spirv_features,
+		.limits = &limits,
+		.spec = p->spec,
+		.nspec = p->nspec,
 	};
 	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, &expected, p->error,
 			      sizeof(p->error)) < 0) {
