@@ -184,6 +184,106 @@ START_TEST(hostile_kernels_refused)
 }
 END_TEST
 
+/* rudad's resident memory in KiB. */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	long kib = -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = atol(line + 6);
+	fclose(f);
+	ck_assert_int_gt(kib, 0);
+	return kib;
+}
+
+static int run_rudactl_cleanup(void)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execl(test_build_path("rudactl"), "rudactl", "--socket", daemon_.socket_path,
+		      "cleanup", (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* 15 000 distinct specializations, then `rudactl cleanup`: 0 live pipelines
+ * but 1.2 GB kept, because lavapipe frees a destroyed pipeline only at its
+ * next queue submission and glibc kept the compile threads' arenas. */
+START_TEST(dropped_pipelines_give_memory_back)
+{
+	if (geteuid() != 0) {
+		printf("SKIP dropped_pipelines_give_memory_back: rudactl cleanup needs root\n");
+		return;
+	}
+	ruda_client *c = test_connect(&daemon_, "many");
+	size_t size;
+	uint32_t *spirv = test_load_spirv("tests/shaders/spec_fill", &size);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, 4096, &h), RUDA_OK);
+	/* one compiled and launched first: the compiler's own start-up is
+	 * not what is measured */
+	ruda_spec_constant v = {.id = 0, .size = 4, .value = 7};
+	ruda_kernel_desc desc = {spirv, size, "main", 1, 4, &v, 1};
+	ruda_kernel k;
+	ck_assert_int_eq(ruda_client_kernel_register(c, &desc, &k), RUDA_OK);
+	uint32_t count = 64;
+	ck_assert_int_eq(ruda_client_launch(c, k, (ruda_count){1, 1, 1}, &h, 1, &count, 4),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_kernel_release(c, k), RUDA_OK);
+	long base = rss_kib(daemon_.pid);
+
+	/* registered, never launched: nothing else submits meanwhile */
+	for (uint32_t i = 0; i < 1500; i++) {
+		v.value = 1000 + i;
+		ck_assert_int_eq(ruda_client_kernel_register(c, &desc, &k), RUDA_OK);
+		ck_assert_int_eq(ruda_client_kernel_release(c, k), RUDA_OK);
+	}
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	long peak = rss_kib(daemon_.pid);
+	/* the daemon keeps up to 1024 pipelines nobody uses: on lavapipe
+	 * about 90 MB */
+	if (peak - base < 40 * 1024) {
+		printf("SKIP dropped_pipelines_give_memory_back: pipelines take only %ld KiB "
+		       "here, too little to measure\n", peak - base);
+		ruda_client_close(c);
+		free(spirv);
+		return;
+	}
+	ck_assert_int_eq(run_rudactl_cleanup(), 0);
+	/* back near the baseline: within a quarter of what the pipelines took
+	 * (without the fix it stayed at the peak) */
+	long limit = base + (peak - base) / 4 + 10 * 1024, now = 0;
+	for (int i = 0; i < 100 && (now = rss_kib(daemon_.pid)) > limit; i++)
+		usleep(100 * 1000);
+	ck_assert_msg(now <= limit, "rudad's RSS %ld KiB after cleanup; baseline %ld, peak %ld",
+		      now, base, peak);
+
+	/* and it still works: a kernel it dropped compiles again and fills */
+	v.value = 1234;
+	ck_assert_int_eq(ruda_client_kernel_register(c, &desc, &k), RUDA_OK);
+	ck_assert_int_eq(ruda_client_launch(c, k, (ruda_count){1, 1, 1}, &h, 1, &count, 4),
+			 RUDA_OK);
+	uint32_t back[1024];
+	ck_assert_int_eq(ruda_client_read_one(c, h, back), RUDA_OK);
+	for (int i = 0; i < 64; i++)
+		ck_assert_uint_eq(back[i], 1234);
+	ruda_client_close(c);
+	free(spirv);
+	ck_assert(test_daemon_alive(&daemon_));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kernel_limits");
@@ -191,6 +291,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, hostile_kernels_refused);
+	tcase_add_test(tc, dropped_pipelines_give_memory_back);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
