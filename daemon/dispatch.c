@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "ruda.pb-c.h"
 #include "session.h"
+#include "spirv.h"
 #include "staging.h"
 #include "stream.h"
 
@@ -832,6 +833,11 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 		st = RUDA_ERROR_INVALID_KERNEL;
 		snprintf(why, sizeof(why), "SPIR-V size %llu is not a whole module",
 			 (unsigned long long)k->size);
+	} else if (k->size > (uint64_t)RUDA_SPIRV_MAX_WORDS * 4) {
+		/* refused before it is copied, hashed or validated */
+		st = RUDA_ERROR_INVALID_KERNEL;
+		snprintf(why, sizeof(why), "SPIR-V of %llu words is over rudad's limit of %u words",
+			 (unsigned long long)k->size / 4, RUDA_SPIRV_MAX_WORDS);
 	} else if (!ruda__arena_contains(s->arena, k->arena_offset, k->size)) {
 		st = RUDA_ERROR_OUT_OF_RANGE;
 		snprintf(why, sizeof(why), "SPIR-V bytes %llu..%llu lie outside the arena",

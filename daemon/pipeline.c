@@ -1,6 +1,9 @@
 #include "pipeline.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,8 @@
 
 /* Pipelines nobody uses are kept for later clients up to this many. */
 #define REGISTRY_KEEP 1024u
+/* ... and memory is given back after this many were dropped for room. */
+#define RELEASE_EVERY 256u
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 {
@@ -94,12 +99,26 @@ static void compile_work(uv_work_t *work)
 
 static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 {
+	const VkPhysicalDeviceLimits *dl = &d->props.limits;
+	struct ruda_spirv_limits limits = {
+		.max_workgroup_size = {dl->maxComputeWorkGroupSize[0], dl->maxComputeWorkGroupSize[1],
+				       dl->maxComputeWorkGroupSize[2]},
+		.max_workgroup_invocations = dl->maxComputeWorkGroupInvocations,
+		.max_shared_bytes = dl->maxComputeSharedMemorySize,
+		.max_private_bytes = RUDA_SPIRV_MAX_PRIVATE_BYTES,
+		.max_words = RUDA_SPIRV_MAX_WORDS,
+		.max_call_depth = RUDA_SPIRV_MAX_CALL_DEPTH,
+		.max_inlined_instructions = RUDA_SPIRV_MAX_INLINED_INSTRUCTIONS,
+	};
 	struct ruda_spirv_layout expected = {
 		.api_version = d->props.apiVersion,
 		.entry_point = p->entry_point,
 		.binding_count = p->binding_count,
 		.push_constant_size = p->push_constant_size,
 		.features = &d->spirv_features,
+		.limits = &limits,
+		.spec = p->spec,
+		.nspec = p->nspec,
 	};
 	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, &expected, p->error,
 			      sizeof(p->error)) < 0) {
@@ -344,6 +363,65 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 	waiter->next = NULL;
 	p->waiters = waiter;
 	*out = (struct ruda_pipeline *)ruda_ref_get(&p->ref); /* the caller's */
-	ruda__pipeline_registry_trim(reg, REGISTRY_KEEP);
+	reg->dropped += ruda__pipeline_registry_trim(reg, REGISTRY_KEEP);
+	/* a client registering without launching would otherwise leave every
+	 * pipeline it pushed out queued for destruction in lavapipe */
+	if (reg->dropped >= RELEASE_EVERY) {
+		reg->dropped = 0;
+		ruda__pipeline_registry_release_memory(reg);
+	}
 	return RUDA_OK;
+}
+
+/* ---- giving memory back ------------------------------------------------- */
+
+struct release_memory {
+	struct ruda_waiter waiter;
+	uv_loop_t *loop;
+	uv_work_t work;
+};
+
+static void trim_work(uv_work_t *work)
+{
+	(void)work;
+#ifdef __GLIBC__
+	/* every arena, not just the main one: compilations ran in the pool */
+	malloc_trim(0);
+#endif
+}
+
+static void trim_done(uv_work_t *work, int status)
+{
+	(void)status;
+	free(work->data);
+}
+
+static void release_submitted(struct ruda_waiter *waiter, int status)
+{
+	struct release_memory *r = (struct release_memory *)waiter;
+	(void)status; /* a failed device frees its pipelines all the same */
+	r->work.data = r;
+	if (uv_queue_work(r->loop, &r->work, trim_work, trim_done) < 0)
+		free(r);
+}
+
+void ruda__pipeline_registry_release_memory(struct ruda_pipeline_registry *reg)
+{
+	struct release_memory *r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	r->loop = reg->loop;
+	r->waiter.done = release_submitted;
+	/* an empty batch: lavapipe destroys pipelines queued for destruction
+	 * when it runs the next one */
+	struct ruda_submission *sub =
+		ruda__device_failure(reg->device) == RUDA_OK ? ruda__submission_begin(reg->device)
+							     : NULL;
+	if (!sub) {
+		release_submitted(&r->waiter, RUDA_OK);
+		return;
+	}
+	ruda__submission_add_waiter(sub, &r->waiter);
+	/* on failure the waiter is told, and still trims */
+	ruda__submission_submit(sub);
 }

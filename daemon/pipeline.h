@@ -83,6 +83,7 @@ struct ruda_pipeline_registry {
 	uint64_t hits;       /* requests served by an existing pipeline */
 	uint64_t compile_ns; /* total compilation time */
 	size_t compiling;    /* compilations running */
+	size_t dropped;      /* by the registry's own trim since memory was last released */
 };
 
 int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda_device *device,
@@ -111,6 +112,13 @@ size_t ruda__pipeline_registry_modules(const struct ruda_pipeline_registry *reg)
 /* Drop cached pipelines no session uses until at most `keep` remain;
  * returns how many were dropped. */
 size_t ruda__pipeline_registry_trim(struct ruda_pipeline_registry *reg, size_t keep);
+
+/* Give the memory of destroyed pipelines back to the system: some drivers
+ * (lavapipe) free a destroyed pipeline only at the next queue submission,
+ * and glibc keeps what the compile threads freed in their arenas. Submits
+ * an empty batch, then trims malloc's arenas in the thread pool. Loop
+ * thread; call after dropping pipelines. */
+void ruda__pipeline_registry_release_memory(struct ruda_pipeline_registry *reg);
 
 static inline void ruda__pipeline_put(struct ruda_pipeline *pipeline)
 {

@@ -10,6 +10,7 @@
 #include <vulkan/vulkan.h>
 
 #include "spirv.h"
+#include "spirv_calls.h"
 
 #define API VK_MAKE_API_VERSION(0, 1, 2, 0)
 #define OP_CAPABILITY 17u
@@ -285,6 +286,206 @@ START_TEST(refuses_missing_features)
 }
 END_TEST
 
+/* ---- limits (issue 26): lavapipe's, and rudad's defaults --------------- */
+
+static const struct ruda_spirv_limits lavapipe_limits = {
+	.max_workgroup_size = {1024, 1024, 1024},
+	.max_workgroup_invocations = 1024,
+	.max_shared_bytes = 32768,
+	.max_private_bytes = RUDA_SPIRV_MAX_PRIVATE_BYTES,
+	.max_words = RUDA_SPIRV_MAX_WORDS,
+	.max_call_depth = RUDA_SPIRV_MAX_CALL_DEPTH,
+	.max_inlined_instructions = RUDA_SPIRV_MAX_INLINED_INSTRUCTIONS,
+};
+
+static int check_limited(const struct module *m, uint32_t bindings, uint32_t push_size,
+			 const ruda_spec_constant *spec, uint32_t nspec,
+			 const struct ruda_spirv_limits *limits, char *why, size_t why_len)
+{
+	struct ruda_spirv_layout layout = {
+		.api_version = API,
+		.entry_point = "main",
+		.binding_count = bindings,
+		.push_constant_size = push_size,
+		.features = &all_features,
+		.limits = limits,
+		.spec = spec,
+		.nspec = nspec,
+	};
+	why[0] = '\0';
+	return ruda__spirv_check(m->words, m->n, &layout, why, why_len);
+}
+
+/* Refused with every `needle` in the reason. */
+#define expect_limit(rc, why, ...)                                                       \
+	do {                                                                             \
+		ck_assert_msg((rc) == -EINVAL, "accepted (%d): %s", (rc), (why));         \
+		const char *needles_[] = {__VA_ARGS__};                                  \
+		for (size_t i_ = 0; i_ < sizeof(needles_) / sizeof(needles_[0]); i_++)   \
+			ck_assert_msg(strstr((why), needles_[i_]), "\"%s\" not in \"%s\"", \
+				      needles_[i_], (why));                              \
+	} while (0)
+
+static int check_spec(const struct module *m, uint32_t id, uint64_t value, char *why,
+		      size_t why_len)
+{
+	ruda_spec_constant c = {.id = id, .size = 4, .value = value};
+	return check_limited(m, 1, 0, &c, 1, &lavapipe_limits, why, why_len);
+}
+
+START_TEST(limits_accept_normal_kernels)
+{
+	char why[512];
+	struct module m = load_fill();
+	ck_assert_msg(check_limited(&m, 1, 8, NULL, 0, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+	m = load("add_f32");
+	ck_assert_msg(check_limited(&m, 3, 4, NULL, 0, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+	m = load("tests/shaders/spec_limits");
+	ck_assert_msg(check_limited(&m, 1, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	/* exactly at each limit is fine: 1024 invocations, 32 KiB shared
+	 * (2 * 4096 floats), 16 KiB private (4096 floats) */
+	ruda_spec_constant at[] = {{0, 32, 32}, {1, 4, 32}, {2, 4, 4096}, {3, 4, 4096}};
+	at[0].size = 4;
+	ck_assert_msg(check_limited(&m, 1, 0, at, 4, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_huge_workgroup)
+{
+	char why[512];
+	struct module m = load("tests/shaders/huge_workgroup");
+	int rc = check_limited(&m, 1, 0, NULL, 0, &lavapipe_limits, why, sizeof(why));
+	expect_limit(rc, why, "1024x1024x64 = 67108864 invocations",
+		     "maxComputeWorkGroupInvocations = 1024");
+	/* without limits (the old behaviour) it passes: the limits did it */
+	ck_assert_int_eq(check_limited(&m, 1, 0, NULL, 0, NULL, why, sizeof(why)), 0);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_specialized_workgroup)
+{
+	char why[512];
+	struct module m = load("tests/shaders/spec_limits");
+	/* the WorkgroupSize builtin, evaluated with the request's values */
+	expect_limit(check_spec(&m, 0, 2048, why, sizeof(why)), why, "x = 2048",
+		     "WorkgroupSize", "maxComputeWorkGroupSize[0] = 1024");
+	ruda_spec_constant sq[] = {{0, 4, 64}, {1, 4, 64}};
+	expect_limit(check_limited(&m, 1, 0, sq, 2, &lavapipe_limits, why, sizeof(why)), why,
+		     "64x64x1 = 4096 invocations", "maxComputeWorkGroupInvocations = 1024");
+	expect_limit(check_spec(&m, 1, 0, why, sizeof(why)), why, "y is 0");
+	/* 2^32 + 2 as an 8-byte value to a 32-bit constant: its low word */
+	ruda_spec_constant wide = {.id = 0, .size = 8, .value = (1ull << 32) + 2};
+	ck_assert_msg(check_limited(&m, 1, 0, &wide, 1, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_shared_memory)
+{
+	char why[512];
+	struct module m = load("tests/shaders/huge_shared");
+	expect_limit(check_limited(&m, 1, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)), why,
+		     "shared memory of 67108864 bytes", "maxComputeSharedMemorySize = 32768");
+	free(m.words);
+	/* an array length made by OpSpecConstantOp (SHARED * 2) */
+	m = load("tests/shaders/spec_limits");
+	expect_limit(check_spec(&m, 2, 4097, why, sizeof(why)), why,
+		     "shared memory of 32776 bytes", "maxComputeSharedMemorySize = 32768");
+	expect_limit(check_spec(&m, 2, 0x7fffffff, why, sizeof(why)), why,
+		     "shared memory of 17179869176 bytes");
+	/* SHARED * 2 wraps to 0 in 32 bits: no valid array, refused */
+	expect_limit(check_spec(&m, 2, 0x80000000u, why, sizeof(why)), why,
+		     "cannot be evaluated");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_private_memory)
+{
+	char why[512];
+	struct module m = load("tests/shaders/huge_private");
+	expect_limit(check_limited(&m, 1, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)), why,
+		     "private memory of 64000 bytes per invocation", "limit of 16384");
+	free(m.words);
+	m = load("tests/shaders/spec_limits");
+	expect_limit(check_spec(&m, 3, 4097, why, sizeof(why)), why,
+		     "private memory of 16388 bytes");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_compile_bomb)
+{
+	char why[512];
+	/* 2^24 calls to a 6-instruction function, in 27 words a level */
+	struct module m;
+	m.words = test_spirv_calls(24, 2, 0, &m.n);
+	ck_assert_uint_lt(m.n * 4, 6000);
+	expect_limit(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)), why,
+		     "inlining would make", "limit 262144");
+	free(m.words);
+	/* the same shape, small: fine */
+	m.words = test_spirv_calls(8, 2, 0, &m.n);
+	ck_assert_msg(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+	/* wide rather than deep: 64 levels of 1000 calls saturates the count */
+	m.words = test_spirv_calls(60, 1000, 0, &m.n);
+	expect_limit(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)), why,
+		     "inlining would make 18446744073709551615 instructions");
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_deep_calls)
+{
+	char why[512];
+	struct module m;
+	m.words = test_spirv_calls(RUDA_SPIRV_MAX_CALL_DEPTH, 1, 0, &m.n);
+	expect_limit(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)), why,
+		     "calls nest over rudad's limit of 64 deep");
+	free(m.words);
+	m.words = test_spirv_calls(RUDA_SPIRV_MAX_CALL_DEPTH - 1, 1, 0, &m.n);
+	ck_assert_msg(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)) == 0,
+		      "%s", why);
+	free(m.words);
+	/* 100 000 deep: refused without overflowing rudad's stack */
+	m.words = test_spirv_calls(100000, 1, 0, &m.n);
+	struct ruda_spirv_limits big = lavapipe_limits;
+	big.max_words = 0;
+	expect_limit(check_limited(&m, 0, 0, NULL, 0, &big, why, sizeof(why)), why, "nest");
+	free(m.words);
+	/* recursion: the validator or rudad refuses it */
+	m.words = test_spirv_calls(3, 1, 1, &m.n);
+	ck_assert_int_eq(check_limited(&m, 0, 0, NULL, 0, &lavapipe_limits, why, sizeof(why)),
+			 -EINVAL);
+	free(m.words);
+}
+END_TEST
+
+START_TEST(limits_refuse_oversize_module)
+{
+	char why[512];
+	struct module m = load_fill();
+	struct ruda_spirv_limits small = lavapipe_limits;
+	small.max_words = (uint32_t)m.n - 1;
+	expect_limit(check_limited(&m, 1, 8, NULL, 0, &small, why, sizeof(why)), why,
+		     "words is over rudad's limit");
+	small.max_words = (uint32_t)m.n;
+	ck_assert_int_eq(check_limited(&m, 1, 8, NULL, 0, &small, why, sizeof(why)), 0);
+	free(m.words);
+}
+END_TEST
+
 static Suite *spirv_suite(void)
 {
 	Suite *s = suite_create("spirv");
@@ -303,6 +504,14 @@ static Suite *spirv_suite(void)
 	tcase_add_test(tc, push_constants_must_fit);
 	tcase_add_test(tc, refuses_uniform_buffers);
 	tcase_add_test(tc, refuses_missing_features);
+	tcase_add_test(tc, limits_accept_normal_kernels);
+	tcase_add_test(tc, limits_refuse_huge_workgroup);
+	tcase_add_test(tc, limits_refuse_specialized_workgroup);
+	tcase_add_test(tc, limits_refuse_shared_memory);
+	tcase_add_test(tc, limits_refuse_private_memory);
+	tcase_add_test(tc, limits_refuse_compile_bomb);
+	tcase_add_test(tc, limits_refuse_deep_calls);
+	tcase_add_test(tc, limits_refuse_oversize_module);
 	suite_add_tcase(s, tc);
 	return s;
 }

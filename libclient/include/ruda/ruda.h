@@ -538,6 +538,13 @@ typedef struct ruda_kernel_desc {
  * the module is refused. A module the daemon already holds (any client
  * registered it) is not compiled again, and large ones are not even sent:
  * they are named by their SHA-256.
+ * Also RUDA_ERROR_INVALID_KERNEL, the reason naming the limit and both
+ * values, when the module (with `spec_constants` applied) asks for more
+ * than the device gives or rudad compiles: a workgroup over
+ * maxComputeWorkGroupSize or maxComputeWorkGroupInvocations, shared memory
+ * over maxComputeSharedMemorySize, over 16 KiB of private (Private and
+ * Function) memory per invocation, over 2^20 words, calls nested over 64
+ * deep or recursive, or over 2^18 instructions once every call is inlined.
  */
 ruda_status ruda_client_kernel_register(ruda_client *client, const ruda_kernel_desc *desc,
 					ruda_kernel *out);
