@@ -327,6 +327,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		ruda__session_violation(s, "second Hello");
 		return;
 	}
+	ruda__session_hello_done(s);
 	snprintf(s->name, sizeof(s->name), "%s", h->client_name ? h->client_name : "");
 	for (unsigned char *c = (unsigned char *)s->name; *c; c++)
 		if (*c < 0x20 || *c == 0x7f || *c == '"')

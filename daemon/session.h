@@ -103,6 +103,15 @@ struct ruda_session_context {
 	uv_timer_t *arena_timer; /* owned; NULL until an arena is imported */
 	uint64_t arena_release_ms;
 	int arena_release_read; /* arena_release_ms has been read */
+	/* buffers and kernels of closed sessions, released a batch per loop
+	 * iteration so that other clients are served in between */
+	struct ruda_session_remains *remains;
+	uv_idle_t *remains_idle; /* owned; active while there are remains */
+	/* connections that have not said Hello yet, oldest first, and how
+	 * many each uid has (uid -> count, as a pointer) */
+	struct ruda_session *hello_first, *hello_last;
+	struct ruda_handle_table uid_pending;
+	uv_timer_t *hello_timer; /* owned; closes those past handshake_timeout_ms */
 };
 
 /* What a session has done, for accounting and rudactl. */
@@ -130,6 +139,8 @@ struct ruda_session {
 	struct ruda_session_context *ctx; /* borrowed */
 	struct ruda_session *dead_next;
 	struct ruda_session *throttled_next;
+	struct ruda_session *hello_prev, *hello_next; /* while pending */
+	int pending; /* on the context's list of connections without a Hello */
 	int throttled;
 	int fd;
 	uv_poll_t poll;
@@ -183,12 +194,22 @@ struct ruda_session {
 /* Take ownership of connected socket `fd`. */
 int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 			 struct ruda_session **out);
+/* Connections of `uid` that have not said Hello yet. */
+uint32_t ruda__session_pending(const struct ruda_session_context *ctx, uid_t uid);
+/* The session's Hello has come (whatever it will be answered): it is no
+ * longer pending, nor subject to handshake_timeout_ms. */
+void ruda__session_hello_done(struct ruda_session *session);
 /* Mark the session for destruction at the end of this loop iteration; it
  * reads and replies no more. Safe from any callback. */
 void ruda__session_kill(struct ruda_session *session);
 /* Destroy the sessions killed so far and submit the streams with recorded
  * work (end of a loop iteration). */
 void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Buffers and kernels released per loop iteration after a session closed. */
+#define RUDA_SESSION_TEARDOWN_BATCH 4096u
+/* Release up to `max` of the closed sessions' buffers and kernels; returns
+ * whether some are left. */
+int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
 /* Grant the device to session `id` alone (or queue it); see ExclusiveBegin.
  * Returns 1 when granted now. */
 int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
