@@ -350,6 +350,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	/* without a policy, as the default policy: up to normal */
 	struct ruda_rights no_policy = {.max_priority = RUDA_PRIORITY_NORMAL};
 	s->priority = ruda__policy_priority(&no_policy, h->priority);
+	s->admin = s->uid == 0;
+	s->exclusive_allowed = 1;
 	if (ctx->policy) {
 		struct ruda_rights rights;
 		char described[256];
@@ -374,6 +376,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		s->staging_uid_quota = rights.max_staging_per_uid == RUDA_UNLIMITED
 					       ? 0 : rights.max_staging_per_uid;
 		s->unchecked_allowed = rights.unchecked_launch;
+		s->admin = rights.admin;
+		s->exclusive_allowed = rights.exclusive;
 		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
 	char no_device[128];
@@ -1277,6 +1281,12 @@ static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *
 
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
 {
+	if (!s->exclusive_allowed) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
+					   "rudad's policy does not let uid %u hold the device alone "
+					   "(exclusive_users, exclusive_groups)", s->uid);
+		return;
+	}
 	/* work queued before the lease goes first */
 	ruda__session_submit_all(s);
 	ruda__session_exclusive_begin(s, req->id, req->exclusive_begin->timeout_ms);

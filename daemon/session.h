@@ -76,7 +76,15 @@ struct ruda_session_context {
 	uv_timer_t *exclusive_timer; /* owned; ends a lease that runs too long */
 	uv_timer_t *priority_timer;  /* owned; wakes held sessions once the higher
 				      * priorities have gone quiet */
-	uint32_t max_exclusive_ms;
+	uint32_t max_exclusive_ms; /* without a policy; 0: 10 s */
+	/* the lease's holder: its uid, whether it is an administrator, since
+	 * when it holds it */
+	uid_t exclusive_uid;
+	int exclusive_admin;
+	uint64_t exclusive_since_ms;
+	/* uid -> uint64_t: uv_now() before which its next lease is not granted */
+	struct ruda_handle_table uid_exclusive;
+	uv_timer_t *exclusive_cool_timer; /* owned; grants a waiter once it may */
 	struct ruda_exclusive_wait {
 		struct ruda_exclusive_wait *next;
 		uint64_t session, request;
@@ -180,6 +188,8 @@ struct ruda_session {
 	uint64_t staging_quota;           /* limit on staging_bytes, 0 = none */
 	uint64_t staging_uid_quota;       /* the same for all sessions of its uid */
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
+	int admin;                        /* policy: an administrator (root, admin_group) */
+	int exclusive_allowed;            /* policy: may take exclusive leases */
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import

@@ -354,6 +354,148 @@ START_TEST(policy_refuses_at_accept)
 }
 END_TEST
 
+/* ---- 3. exclusive leases back to back --------------------------------------- */
+
+/* One checked result: out = a + b over 4096 floats, compared with the
+ * CPU's sums. */
+struct adder {
+	ruda_client *c;
+	ruda_kernel add;
+	ruda_handle h[3];
+	float a[4096], b[4096], out[4096];
+};
+
+static void adder_init(struct adder *x, ruda_client *c)
+{
+	x->c = c;
+	x->add = test_register(c, "add_f32", 3, 4);
+	for (int i = 0; i < 4096; i++) {
+		x->a[i] = (float)i;
+		x->b[i] = (float)(3 * i + 1);
+	}
+	ck_assert_int_eq(ruda_client_create(c, x->a, sizeof(x->a), &x->h[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(c, x->b, sizeof(x->b), &x->h[1]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(c, sizeof(x->out), &x->h[2]), RUDA_OK);
+}
+
+/* Results in `seconds`, each checked. */
+static int adder_run(struct adder *x, double seconds)
+{
+	int results = 0;
+	uint32_t n = 4096;
+	for (double start = now_s(); now_s() - start < seconds; results++) {
+		memset(x->out, 0, sizeof(x->out));
+		ck_assert_int_eq(ruda_client_launch(x->c, x->add, (ruda_count){16, 1, 1}, x->h, 3, &n,
+						    4), RUDA_OK);
+		ck_assert_int_eq(ruda_client_read_one(x->c, x->h[2], x->out), RUDA_OK);
+		for (int i = 0; i < 4096; i++)
+			ck_assert(x->out[i] == x->a[i] + x->b[i]);
+	}
+	return results;
+}
+
+/* As uid 65534: leases of `hold_ms` back to back until killed; a byte on
+ * `ready` once the first is held. */
+static pid_t lease_hog(const struct test_daemon *d, int hold_ms, int ready)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid)
+		return pid;
+	if (become(65534))
+		_exit(2);
+	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "lease-hog"};
+	ruda_client *c;
+	if (ruda_client_connect(&o, &c) != RUDA_OK)
+		_exit(3);
+	for (int i = 0;; i++) {
+		if (ruda_client_exclusive_begin(c, 0) != RUDA_OK)
+			_exit(4);
+		if (i == 0 && write(ready, "x", 1) != 1)
+			_exit(5);
+		usleep((useconds_t)hold_ms * 1000);
+		if (ruda_client_exclusive_end(c) != RUDA_OK)
+			_exit(6);
+	}
+}
+
+START_TEST(back_to_back_leases_do_not_starve_others)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	open_socket(&d);
+	struct adder x;
+	adder_init(&x, test_connect(&d, "victim"));
+	int alone = adder_run(&x, 1.5);
+
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t hog = lease_hog(&d, 150, ready[1]);
+	char c;
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	int beside = adder_run(&x, 1.5);
+	/* still taking leases: the hog was not refused, only rationed */
+	ck_assert_int_eq(waitpid(hog, NULL, WNOHANG), 0);
+	test_kill(hog);
+	close(ready[0]);
+	close(ready[1]);
+	fprintf(stderr, "results in 1.5 s: %d alone, %d beside leases of 150 ms back to back\n",
+		alone, beside);
+	/* exclusive_share = 50: about half; before, ~1 per lease (~10) */
+	ck_assert_msg(beside * 5 >= alone, "%d results beside the leases, %d alone", beside, alone);
+	ruda_client_close(x.c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+START_TEST(leases_follow_the_policy)
+{
+	struct test_daemon d;
+	const char *const args[] = {"--set", "exclusive_users=root", "--set",
+				    "max_exclusive_ms=300", NULL};
+	test_daemon_start(&d, args);
+	open_socket(&d);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (become(65534))
+			_exit(2);
+		ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "no-lease"};
+		ruda_client *cl;
+		if (ruda_client_connect(&o, &cl) != RUDA_OK)
+			_exit(3);
+		char why[256];
+		if (ruda_client_exclusive_begin(cl, 0) != RUDA_ERROR_PERMISSION)
+			_exit(4);
+		ruda_client_last_error(cl, why, sizeof(why));
+		if (!strstr(why, "uid 65534") || !strstr(why, "exclusive_users"))
+			_exit(5);
+		/* the refusal ends nothing: the client goes on */
+		uint8_t data[256], back[256];
+		test_fill_random(data, sizeof(data), 3);
+		ruda_handle h;
+		if (ruda_client_create(cl, data, sizeof(data), &h) != RUDA_OK ||
+		    ruda_client_read_one(cl, h, back) != RUDA_OK || memcmp(data, back, sizeof(data)))
+			_exit(6);
+		ruda_client_close(cl);
+		_exit(0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+	/* root may; asking for a minute gets max_exclusive_ms, and asking
+	 * again while holding it does not make it longer */
+	ruda_client *c = test_connect(&d, "root");
+	ck_assert_int_eq(ruda_client_exclusive_begin(c, 60000), RUDA_OK);
+	usleep(200000);
+	ck_assert_int_eq(ruda_client_exclusive_begin(c, 60000), RUDA_OK);
+	usleep(400000);
+	ck_assert_int_eq(ruda_client_exclusive_end(c), RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_sessions");
@@ -364,6 +506,8 @@ int main(void)
 	tcase_add_test(tc, silent_connections_time_out);
 	tcase_add_test(tc, admins_get_in_when_the_slots_are_full);
 	tcase_add_test(tc, policy_refuses_at_accept);
+	tcase_add_test(tc, back_to_back_leases_do_not_starve_others);
+	tcase_add_test(tc, leases_follow_the_policy);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
