@@ -134,6 +134,26 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_PRIORITY_MAX_WAIT_US] = {.name = "priority_max_wait_us", .type = T_COUNT,
 					      .offset = F(priority_max_wait_us), .min = 0,
 					      .max = 10000000, .reload = true},
+	[RUDA_CONFIG_HANDSHAKE_TIMEOUT_MS] = {.name = "handshake_timeout_ms", .type = T_COUNT,
+					      .offset = F(handshake_timeout_ms), .min = 0,
+					      .max = 3600000, .reload = true},
+	[RUDA_CONFIG_MAX_PENDING_PER_UID] = {.name = "max_pending_per_uid", .type = T_COUNT,
+					     .offset = F(max_pending_per_uid), .min = 0,
+					     .max = 1u << 20, .reload = true},
+	[RUDA_CONFIG_ADMIN_RESERVED_CLIENTS] = {.name = "admin_reserved_clients",
+						.type = T_COUNT,
+						.offset = F(admin_reserved_clients), .min = 0,
+						.max = 1u << 20, .reload = true},
+	[RUDA_CONFIG_EXCLUSIVE_USERS] = {.name = "exclusive_users", .type = T_USERS,
+					 .offset = F(exclusive_users), .reload = true},
+	[RUDA_CONFIG_EXCLUSIVE_GROUPS] = {.name = "exclusive_groups", .type = T_GROUPS,
+					  .offset = F(exclusive_groups), .reload = true},
+	[RUDA_CONFIG_MAX_EXCLUSIVE_MS] = {.name = "max_exclusive_ms", .type = T_COUNT,
+					  .offset = F(max_exclusive_ms), .min = 1,
+					  .max = 3600000, .reload = true},
+	[RUDA_CONFIG_EXCLUSIVE_SHARE] = {.name = "exclusive_share", .type = T_COUNT,
+					 .offset = F(exclusive_share), .min = 1, .max = 100,
+					 .reload = true},
 };
 #undef F
 
@@ -182,6 +202,11 @@ void ruda__config_init(struct ruda_config *c)
 	c->priority_anticipation_us = RUDA_PRIORITY_ANTICIPATION_US;
 	c->priority_max_wait_us = RUDA_PRIORITY_MAX_WAIT_US;
 	c->max_clients = 1024;
+	c->handshake_timeout_ms = 5000;
+	c->max_pending_per_uid = 64;
+	c->admin_reserved_clients = 4;
+	c->max_exclusive_ms = 10000;
+	c->exclusive_share = 50;
 	c->max_requests_in_flight = 1024;
 	c->submission_timeout_ms = 0;
 	c->log_level = RUDA_LOG_INFO;
@@ -419,9 +444,9 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 	if (!*value) {
 		struct ruda_config defaults;
 		ruda__config_init(&defaults);
-		uint32_t set = c->set;
+		uint64_t set = c->set;
 		int err = ruda__config_key_copy(c, &defaults, k);
-		c->set = set | (1u << k);
+		c->set = set | (1ull << k);
 		if (err)
 			fail(p, "out of memory");
 		return !err;
@@ -545,7 +570,7 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 		break;
 	}
 	}
-	c->set |= 1u << k;
+	c->set |= 1ull << k;
 	return true;
 }
 
@@ -880,14 +905,14 @@ int ruda__config_key_copy(struct ruda_config *dst, const struct ruda_config *src
 		memcpy(FIELD(dst, k, char), CFIELD(src, k, char), scalar_size(info->type));
 		break;
 	}
-	dst->set = (dst->set & ~(1u << k)) | (src->set & (1u << k));
+	dst->set = (dst->set & ~(1ull << k)) | (src->set & (1ull << k));
 	return 0;
 }
 
 int ruda__config_override(struct ruda_config *dst, const struct ruda_config *src)
 {
 	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++) {
-		if (!(src->set & (1u << k)))
+		if (!(src->set & (1ull << k)))
 			continue;
 		int err = ruda__config_key_copy(dst, src, (enum ruda_config_key)k);
 		if (err)

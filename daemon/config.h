@@ -61,6 +61,13 @@ enum ruda_config_key {
 	RUDA_CONFIG_HIGH_PRIORITY_GROUPS,
 	RUDA_CONFIG_PRIORITY_ANTICIPATION_US,
 	RUDA_CONFIG_PRIORITY_MAX_WAIT_US,
+	RUDA_CONFIG_HANDSHAKE_TIMEOUT_MS,
+	RUDA_CONFIG_MAX_PENDING_PER_UID,
+	RUDA_CONFIG_ADMIN_RESERVED_CLIENTS,
+	RUDA_CONFIG_EXCLUSIVE_USERS,
+	RUDA_CONFIG_EXCLUSIVE_GROUPS,
+	RUDA_CONFIG_MAX_EXCLUSIVE_MS,
+	RUDA_CONFIG_EXCLUSIVE_SHARE,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -82,7 +89,7 @@ struct ruda_config_quota {
 };
 
 struct ruda_config {
-	uint32_t set; /* bit (1u << key): given in the file or on the command line */
+	uint64_t set; /* bit (1ull << key): given in the file or on the command line */
 
 	char *socket;       /* owned; NULL: the default path (server.h) */
 	unsigned socket_mode;
@@ -127,6 +134,21 @@ struct ruda_config {
 	 * have waited the most (daemon/priority.h); 0: no such wait, no limit */
 	uint32_t priority_anticipation_us;
 	uint32_t priority_max_wait_us;
+
+	/* connections that have not said Hello: closed after this long (0:
+	 * never), and at most this many per uid (0: no limit) */
+	uint32_t handshake_timeout_ms;
+	uint32_t max_pending_per_uid;
+	/* of max_clients, the slots only administrators may take */
+	uint32_t admin_reserved_clients;
+	/* who may take exclusive leases besides administrators (both empty:
+	 * everyone), for how long at most, and the percentage of the time a
+	 * uid may hold the device alone: after a lease of d ms, the uid's
+	 * next one waits d * (100 - share) / share ms */
+	struct ruda_id_list exclusive_users;
+	struct ruda_id_list exclusive_groups;
+	uint32_t max_exclusive_ms;
+	uint32_t exclusive_share;
 };
 
 /* Receives each error: `path` NULL and `line` 0 for the command line. */

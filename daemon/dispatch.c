@@ -329,6 +329,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		ruda__session_violation(s, "second Hello");
 		return;
 	}
+	ruda__session_hello_done(s);
 	snprintf(s->name, sizeof(s->name), "%s", h->client_name ? h->client_name : "");
 	for (unsigned char *c = (unsigned char *)s->name; *c; c++)
 		if (*c < 0x20 || *c == 0x7f || *c == '"')
@@ -351,6 +352,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	/* without a policy, as the default policy: up to normal */
 	struct ruda_rights no_policy = {.max_priority = RUDA_PRIORITY_NORMAL};
 	s->priority = ruda__policy_priority(&no_policy, h->priority);
+	s->admin = s->uid == 0;
+	s->exclusive_allowed = 1;
 	if (ctx->policy) {
 		struct ruda_rights rights;
 		char described[256];
@@ -375,6 +378,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		s->staging_uid_quota = rights.max_staging_per_uid == RUDA_UNLIMITED
 					       ? 0 : rights.max_staging_per_uid;
 		s->unchecked_allowed = rights.unchecked_launch;
+		s->admin = rights.admin;
+		s->exclusive_allowed = rights.exclusive;
 		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
 	char no_device[128];
@@ -1252,6 +1257,12 @@ static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *
 
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
 {
+	if (!s->exclusive_allowed) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
+					   "rudad's policy does not let uid %u hold the device alone "
+					   "(exclusive_users, exclusive_groups)", s->uid);
+		return;
+	}
 	/* work queued before the lease goes first */
 	ruda__session_submit_all(s);
 	ruda__session_exclusive_begin(s, req->id, req->exclusive_begin->timeout_ms);

@@ -12,7 +12,7 @@ static size_t slot_of(const struct ruda_handle_table *t, uint64_t key)
 void ruda__handle_table_init(struct ruda_handle_table *t)
 {
 	t->slots = NULL;
-	t->cap = t->count = 0;
+	t->cap = t->count = t->low = 0;
 }
 
 void ruda__handle_table_finish(struct ruda_handle_table *t)
@@ -59,6 +59,7 @@ static int grow(struct ruda_handle_table *t)
 		return -ENOMEM;
 	t->slots = slots;
 	t->cap = cap;
+	t->low = 0;
 	for (size_t i = 0; i < old_cap; i++)
 		if (old[i].value)
 			place(t, old[i].key, old[i].value);
@@ -75,6 +76,7 @@ int ruda__handle_table_insert(struct ruda_handle_table *t, uint64_t key, void *v
 		return -ENOMEM;
 	place(t, key, value);
 	t->count++;
+	t->low = 0;
 	return 0;
 }
 
@@ -104,10 +106,15 @@ void *ruda__handle_table_remove(struct ruda_handle_table *t, uint64_t key)
 	return s ? remove_slot(t, s) : NULL;
 }
 
+/* Popping everything costs O(cap), not O(cap) per entry: removals never
+ * move an entry below the first occupied slot (the one popped, whose
+ * cluster cannot wrap into the empty slots before it), so the next pop
+ * starts where this one found its entry. */
 void *ruda__handle_table_pop(struct ruda_handle_table *t, uint64_t *key)
 {
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = t->low; i < t->cap; i++)
 		if (t->slots[i].value) {
+			t->low = i;
 			if (key)
 				*key = t->slots[i].key;
 			return remove_slot(t, &t->slots[i]);

@@ -12,6 +12,7 @@ struct ruda_handle_table {
 		void *value; /* NULL: free slot */
 	} *slots;
 	size_t cap, count;
+	size_t low; /* no entry below this slot (pop starts here) */
 };
 
 void ruda__handle_table_init(struct ruda_handle_table *t);

@@ -56,6 +56,10 @@ void ruda__policy_check(const struct ruda_policy *policy, uid_t uid, gid_t gid,
 		snprintf(out->why, sizeof(out->why),
 			 "uid %u is in neither allowed_users nor allowed_groups", (unsigned)uid);
 	out->views = out->admin || c->read_only_views;
+	out->exclusive = out->admin ||
+			 (!c->exclusive_users.count && !c->exclusive_groups.count) ||
+			 in_list(&c->exclusive_users, uid) ||
+			 any_member(&c->exclusive_groups, gid, groups, ngroups);
 	out->unchecked_launch = !c->force_checked_launches &&
 				(in_list(&c->unchecked_launch_users, uid) ||
 				 any_member(&c->unchecked_launch_groups, gid, groups, ngroups));
@@ -157,10 +161,10 @@ const char *ruda__rights_describe(const struct ruda_rights *r, char *buf, size_t
 {
 	char client[32], per_uid[32], staging[32], staging_uid[32];
 	snprintf(buf, len,
-		 "admin %s, views %s, unchecked launches %s, memory %s per client, %s per uid, "
-		 "staging %s per client, %s per uid",
+		 "admin %s, views %s, unchecked launches %s, exclusive leases %s, memory %s per "
+		 "client, %s per uid, staging %s per client, %s per uid",
 		 r->admin ? "yes" : "no", r->views ? "yes" : "no",
-		 r->unchecked_launch ? "yes" : "no",
+		 r->unchecked_launch ? "yes" : "no", r->exclusive ? "yes" : "no",
 		 ruda__config_format_size(r->max_memory_per_client, client, sizeof(client)),
 		 ruda__config_format_size(r->max_memory_per_uid, per_uid, sizeof(per_uid)),
 		 ruda__config_format_size(r->max_staging_per_client, staging, sizeof(staging)),

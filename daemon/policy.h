@@ -27,6 +27,7 @@ struct ruda_rights {
 	bool admin;            /* root, or a member of admin_group */
 	bool views;            /* read-only admin views: admin, or read_only_views */
 	bool unchecked_launch; /* may launch kernels without bounds checking */
+	bool exclusive;        /* may take exclusive leases (ExclusiveBegin) */
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;    /* all sessions of the uid together */
 	uint64_t max_staging_per_client; /* staging regions' host bytes, or RUDA_UNLIMITED */

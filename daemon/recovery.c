@@ -1,6 +1,7 @@
 #include "recovery.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +59,13 @@ int ruda__recovery_tick(struct ruda_session_context *ctx)
 		/* fail what is in flight now, before its sessions go */
 		ruda__device_process_completions(d);
 		/* no session may be left on the old device: try again later */
-		int err = ruda__recovery_close_sessions(ctx, i) < 0
-				  ? -EAGAIN
-				  : ctx->recreate_device(ctx->hook_data, i);
+		int err = ruda__recovery_close_sessions(ctx, i) < 0 ? -EAGAIN : 0;
+		/* nor a closed session's buffer or kernel (released in
+		 * batches otherwise): all now, a loss is rare */
+		if (!err) {
+			ruda__session_remains_release(ctx, SIZE_MAX);
+			err = ctx->recreate_device(ctx->hook_data, i);
+		}
 		if (err == -EAGAIN) {
 			pending++;
 		} else if (err < 0) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,10 @@
 #include "../proto/socket_path.h"
 #include "ruda.pb-c.h"
 #include "arena.h"
+#include "config.h"
 #include "device.h"
 #include "log.h"
+#include "policy.h"
 #include "recovery.h"
 #include "throughput_cache.h"
 
@@ -78,6 +81,70 @@ static void on_device_progress(void *data)
 	ruda__session_context_resume(&server->ctx);
 }
 
+/*
+ * Whether a new connection may stay, decided at accept, before it has
+ * said anything: the policy's allowed users (checked again at Hello, after
+ * a reload), max_clients less the slots kept for administrators, and the
+ * uid's connections that have not said Hello yet. Otherwise it is told
+ * why and closed.
+ */
+static bool admit(struct ruda_server *server, int fd)
+{
+	struct ruda_session_context *ctx = &server->ctx;
+	const struct ruda_config *c = ctx->policy ? ctx->policy->config : NULL;
+	struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+	socklen_t len = sizeof(cred);
+	getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+	bool admin = cred.uid == 0;
+	char why[256];
+	if (ctx->policy) {
+		struct ruda_rights rights;
+		ruda__policy_check_peer(ctx->policy, fd, cred.uid, cred.gid, &rights);
+		if (!rights.may_connect) {
+			log_warn("connection (uid %u, pid %d): refused: %s", (unsigned)cred.uid,
+				 (int)cred.pid, rights.why);
+			snprintf(why, sizeof(why), "rudad's policy refuses this client: %s",
+				 rights.why);
+			refuse(fd, RUDA_ERROR_PERMISSION, why);
+			return false;
+		}
+		admin = rights.admin;
+	}
+	/* rudactl must get in while others hold every ordinary slot */
+	uint32_t reserved = c ? c->admin_reserved_clients : 0;
+	if (reserved >= server->max_clients)
+		reserved = server->max_clients - 1;
+	uint32_t limit = admin ? server->max_clients : server->max_clients - reserved;
+	if (ctx->sessions.count >= limit) {
+		log_warn("refusing a client (uid %u, pid %d): %zu clients connected, %u the limit "
+			 "(max_clients %u, of which %u for administrators)", (unsigned)cred.uid,
+			 (int)cred.pid, ctx->sessions.count, limit, server->max_clients, reserved);
+		if (admin || !reserved)
+			snprintf(why, sizeof(why), "rudad serves %u clients already, its limit "
+				 "(max_clients); try again when one leaves", server->max_clients);
+		else
+			snprintf(why, sizeof(why), "rudad serves %u clients already, its limit "
+				 "(max_clients %u less admin_reserved_clients %u, kept for "
+				 "administrators); try again when one leaves", limit,
+				 server->max_clients, reserved);
+		refuse(fd, RUDA_ERROR_BUSY, why);
+		return false;
+	}
+	uint32_t max_pending = c ? c->max_pending_per_uid : 64;
+	uint32_t pending = ruda__session_pending(ctx, cred.uid);
+	if (!admin && max_pending && pending >= max_pending) {
+		log_warn("refusing a client (uid %u, pid %d): the uid has %u connections that "
+			 "have not said Hello (max_pending_per_uid)", (unsigned)cred.uid,
+			 (int)cred.pid, pending);
+		snprintf(why, sizeof(why), "uid %u has %u connections to rudad that have not said "
+			 "Hello yet, its limit (max_pending_per_uid); try again when they have",
+			 (unsigned)cred.uid, pending);
+		refuse(fd, RUDA_ERROR_BUSY, why);
+		return false;
+	}
+	return true;
+}
+
 static void on_connection(uv_poll_t *poll, int status, int events)
 {
 	struct ruda_server *server = poll->data;
@@ -93,19 +160,8 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
-		if (server->ctx.sessions.count >= server->max_clients) {
-			struct ucred cred = {.pid = 0, .uid = (uid_t)-1};
-			socklen_t len = sizeof(cred);
-			getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-			log_warn("refusing a client (uid %u, pid %d): %u clients connected already "
-				 "(max_clients)", (unsigned)cred.uid, (int)cred.pid,
-				 server->max_clients);
-			char why[160];
-			snprintf(why, sizeof(why), "rudad serves %u clients already, its limit "
-				 "(max_clients); try again when one leaves", server->max_clients);
-			refuse(fd, RUDA_ERROR_BUSY, why);
+		if (!admit(server, fd))
 			continue;
-		}
 		struct ruda_session *session;
 		uint64_t id = ++server->next_session_id;
 		if (ruda__session_create(&server->ctx, fd, id, &session) < 0) {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,9 @@ static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
+static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
+			  struct ruda_handle_table *kernels);
+static void pending_add(struct ruda_session *s);
 
 static void set_poll(struct ruda_session *s, int events)
 {
@@ -79,8 +83,109 @@ int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 	uv_poll_init(ctx->loop, &s->poll, fd);
 	s->poll.data = s;
 	set_poll(s, UV_READABLE);
+	pending_add(s);
 	*out = s;
 	return 0;
+}
+
+/* ---- connections without a Hello ------------------------------------------ */
+
+static uint32_t handshake_timeout_ms(const struct ruda_session_context *ctx)
+{
+	return ctx->policy ? ctx->policy->config->handshake_timeout_ms : 5000;
+}
+
+uint32_t ruda__session_pending(const struct ruda_session_context *ctx, uid_t uid)
+{
+	return (uint32_t)(uintptr_t)ruda__handle_table_get(&ctx->uid_pending, uid);
+}
+
+static void pending_set(struct ruda_session_context *ctx, uid_t uid, uint32_t n)
+{
+	ruda__handle_table_remove(&ctx->uid_pending, uid);
+	/* out of memory, the uid is not counted: its limit is not enforced */
+	if (n)
+		(void)ruda__handle_table_insert(&ctx->uid_pending, uid, (void *)(uintptr_t)n);
+}
+
+static void on_hello_timer(uv_timer_t *timer);
+
+/* Wake up when the oldest pending connection's time is up. */
+static void arm_hello_timer(struct ruda_session_context *ctx)
+{
+	uint32_t timeout = handshake_timeout_ms(ctx);
+	if (!ctx->hello_first || !timeout || !ctx->loop)
+		return;
+	if (!ctx->hello_timer && (ctx->hello_timer = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(ctx->loop, ctx->hello_timer);
+		ctx->hello_timer->data = ctx;
+		/* it alone must not keep rudad running */
+		uv_unref((uv_handle_t *)ctx->hello_timer);
+	}
+	if (!ctx->hello_timer)
+		return;
+	uint64_t now = uv_now(ctx->loop), due = ctx->hello_first->usage.connected_ms + timeout;
+	uv_timer_start(ctx->hello_timer, on_hello_timer, due > now ? due - now : 0, 0);
+}
+
+static void pending_add(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	s->pending = 1;
+	s->hello_next = NULL;
+	s->hello_prev = ctx->hello_last;
+	if (ctx->hello_last)
+		ctx->hello_last->hello_next = s;
+	else
+		ctx->hello_first = s;
+	ctx->hello_last = s;
+	pending_set(ctx, s->uid, ruda__session_pending(ctx, s->uid) + 1);
+	if (ctx->hello_first == s)
+		arm_hello_timer(ctx);
+}
+
+void ruda__session_hello_done(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	if (!s->pending)
+		return;
+	s->pending = 0;
+	if (s->hello_prev)
+		s->hello_prev->hello_next = s->hello_next;
+	else
+		ctx->hello_first = s->hello_next;
+	if (s->hello_next)
+		s->hello_next->hello_prev = s->hello_prev;
+	else
+		ctx->hello_last = s->hello_prev;
+	pending_set(ctx, s->uid, ruda__session_pending(ctx, s->uid) - 1);
+	if (!ctx->hello_first && ctx->hello_timer)
+		uv_timer_stop(ctx->hello_timer);
+}
+
+/* Close the connections that have not said Hello in time (the list is in
+ * order of connecting), each with its reason. */
+static void on_hello_timer(uv_timer_t *timer)
+{
+	struct ruda_session_context *ctx = timer->data;
+	uint32_t timeout = handshake_timeout_ms(ctx);
+	uint64_t now = uv_now(ctx->loop);
+	while (timeout && ctx->hello_first &&
+	       now - ctx->hello_first->usage.connected_ms >= timeout) {
+		struct ruda_session *s = ctx->hello_first;
+		ruda__session_hello_done(s);
+		log_warn("session %llu (uid %u, pid %d): no Hello within %u ms "
+			 "(handshake_timeout_ms); closing", (unsigned long long)s->id, s->uid,
+			 s->pid, timeout);
+		/* id 0: libruda takes it as the reason the connection ends */
+		s->state = RUDA_SESSION_CLOSING;
+		ruda__session_reply_status(s, 0, RUDA_ERROR_TIMEOUT,
+					   "rudad closed this connection: no Hello within %u ms of "
+					   "connecting (handshake_timeout_ms)", timeout);
+		/* whether or not the reason went out, the slot is freed now */
+		ruda__session_kill(s);
+	}
+	arm_hello_timer(ctx);
 }
 
 void ruda__session_kill(struct ruda_session *s)
@@ -118,6 +223,7 @@ void ruda__session_destroy(struct ruda_session *s)
 			*link = s->dead_next;
 	}
 	s->state = RUDA_SESSION_DEAD;
+	ruda__session_hello_done(s);
 	if (s->throttled)
 		unthrottle(s);
 	exclusive_forget(s);
@@ -140,22 +246,10 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__graph_release_all(s);
 	ruda__handle_table_finish(&s->graphs);
 	free(s->pending_writes);
-	struct ruda_session_buffer *b;
-	while ((b = ruda__handle_table_pop(&s->buffers, NULL))) {
-		if (b->buffer) {
-			ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
-			ruda__buffer_put(b->buffer);
-		}
-		free(b->error_message);
-		free(b);
-	}
-	struct ruda_session_kernel *k;
-	while ((k = ruda__handle_table_pop(&s->kernels, NULL))) {
-		ruda__pipeline_put(k->pipeline);
-		free(k);
-	}
-	ruda__handle_table_finish(&s->buffers);
-	ruda__handle_table_finish(&s->kernels);
+	/* the uid's quota is free at once; the buffers themselves go in
+	 * batches (remains_defer), as a session may hold a million */
+	ruda__session_uncharge(s, s->bytes, s->requested);
+	remains_defer(ctx, &s->buffers, &s->kernels);
 	ruda__staging_release_all(s);
 	if (s->arena) {
 		ruda__arena_forget_waiter(s->arena); /* an import may still be running */
@@ -165,6 +259,103 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__frame_writer_finish(&s->out);
 	close(s->fd);
 	uv_close((uv_handle_t *)&s->poll, free_after_close);
+}
+
+/* ---- closed sessions' buffers and kernels ---------------------------------- */
+
+struct ruda_session_remains {
+	struct ruda_session_remains *next;
+	struct ruda_handle_table buffers, kernels; /* taken from the session */
+	size_t at; /* the next slot: of buffers, then (past their cap) of kernels */
+};
+
+static void remains_free_all(struct ruda_session_remains *r)
+{
+	ruda__handle_table_finish(&r->buffers);
+	ruda__handle_table_finish(&r->kernels);
+	free(r);
+}
+
+/* Release one slot's value; the tables are walked, not popped: no entry
+ * moves, and the whole walk is O(slots). */
+static void remains_release_slot(struct ruda_session_remains *r, size_t slot)
+{
+	if (slot < r->buffers.cap) {
+		struct ruda_session_buffer *b = r->buffers.slots[slot].value;
+		if (!b)
+			return;
+		if (b->buffer)
+			ruda__buffer_put(b->buffer);
+		free(b->error_message);
+		free(b);
+		return;
+	}
+	struct ruda_session_kernel *k = r->kernels.slots[slot - r->buffers.cap].value;
+	if (k) {
+		ruda__pipeline_put(k->pipeline);
+		free(k);
+	}
+}
+
+int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max)
+{
+	size_t done = 0;
+	while (ctx->remains && done < max) {
+		struct ruda_session_remains *r = ctx->remains;
+		size_t end = r->buffers.cap + r->kernels.cap;
+		/* empty slots cost little, but count them too: the batch bounds
+		 * the time, not only the releases */
+		while (r->at < end && done < max) {
+			remains_release_slot(r, r->at++);
+			done++;
+		}
+		if (r->at < end)
+			break;
+		ctx->remains = r->next;
+		remains_free_all(r);
+	}
+	if (!ctx->remains && ctx->remains_idle)
+		uv_idle_stop(ctx->remains_idle);
+	return ctx->remains != NULL;
+}
+
+static void on_remains_idle(uv_idle_t *idle)
+{
+	ruda__session_remains_release(idle->data, RUDA_SESSION_TEARDOWN_BATCH);
+}
+
+/* Take the session's buffers and kernels to release them later; a few are
+ * released at once (most sessions have a few). */
+static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
+			  struct ruda_handle_table *kernels)
+{
+	struct ruda_session_remains *r = NULL;
+	if (buffers->count + kernels->count > 64 && ctx->loop)
+		r = calloc(1, sizeof(*r));
+	if (r && !ctx->remains_idle && (ctx->remains_idle = malloc(sizeof(uv_idle_t)))) {
+		uv_idle_init(ctx->loop, ctx->remains_idle);
+		ctx->remains_idle->data = ctx;
+	}
+	if (!r || !ctx->remains_idle) {
+		/* now, all of it (out of memory: the same, only slower) */
+		struct ruda_session_remains now = {.buffers = *buffers, .kernels = *kernels};
+		for (size_t i = 0; i < now.buffers.cap + now.kernels.cap; i++)
+			remains_release_slot(&now, i);
+		ruda__handle_table_finish(buffers);
+		ruda__handle_table_finish(kernels);
+		free(r);
+		return;
+	}
+	r->buffers = *buffers;
+	r->kernels = *kernels;
+	ruda__handle_table_init(buffers);
+	ruda__handle_table_init(kernels);
+	/* at the tail: an earlier session's remains go first */
+	struct ruda_session_remains **tail = &ctx->remains;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = r;
+	uv_idle_start(ctx->remains_idle, on_remains_idle);
 }
 
 void ruda__session_context_tick(struct ruda_session_context *ctx)
@@ -508,7 +699,38 @@ void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
 
 /* ---- exclusive access ---------------------------------------------------- */
 
+/*
+ * A lease stops every other session, so leases are rationed: after a lease
+ * of d ms, the holder's uid waits d * (100 - exclusive_share) / exclusive_share
+ * ms before its next one is granted (administrators do not wait), and no
+ * lease lasts past max_exclusive_ms. A client that took leases back to
+ * back got the device nearly alone (others got 54 results in 38 s instead
+ * of ~7000); now the others get at least 100 - exclusive_share percent of
+ * the time.
+ */
+
 static void exclusive_release(struct ruda_session_context *ctx);
+static void exclusive_next(struct ruda_session_context *ctx);
+
+static uint32_t exclusive_limit_ms(const struct ruda_session_context *ctx)
+{
+	if (ctx->policy)
+		return ctx->policy->config->max_exclusive_ms;
+	return ctx->max_exclusive_ms ? ctx->max_exclusive_ms : 10000;
+}
+
+/* The uv_now() before which a lease for `s` is not granted (0: none). */
+static uint64_t exclusive_not_before(struct ruda_session_context *ctx, const struct ruda_session *s)
+{
+	uint64_t *until = ruda__handle_table_get(&ctx->uid_exclusive, s->uid);
+	if (!until)
+		return 0;
+	if (*until <= uv_now(ctx->loop)) {
+		free(ruda__handle_table_remove(&ctx->uid_exclusive, s->uid));
+		return 0;
+	}
+	return s->admin ? 0 : *until;
+}
 
 static void on_exclusive_timeout(uv_timer_t *timer)
 {
@@ -520,7 +742,7 @@ static void on_exclusive_timeout(uv_timer_t *timer)
 static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
 {
 	struct ruda_session_context *ctx = s->ctx;
-	uint32_t limit = ctx->max_exclusive_ms ? ctx->max_exclusive_ms : 10000;
+	uint32_t limit = exclusive_limit_ms(ctx);
 	if (!timeout_ms || timeout_ms > limit)
 		timeout_ms = limit;
 	if (!ctx->exclusive_timer && (ctx->exclusive_timer = malloc(sizeof(uv_timer_t)))) {
@@ -528,6 +750,9 @@ static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t t
 		ctx->exclusive_timer->data = ctx;
 	}
 	ctx->exclusive = s->id;
+	ctx->exclusive_uid = s->uid;
+	ctx->exclusive_admin = s->admin;
+	ctx->exclusive_since_ms = uv_now(ctx->loop);
 	if (ctx->exclusive_timer)
 		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
 	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
@@ -535,27 +760,95 @@ static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t t
 	ruda__session_reply_status(s, request, RUDA_OK, NULL);
 }
 
-/* The lease ends: the next live waiter gets it, or everyone goes on. */
+/* Remember when the uid of the lease ending now may have its next one. */
+static void exclusive_cool_down(struct ruda_session_context *ctx)
+{
+	uint32_t share = ctx->policy ? ctx->policy->config->exclusive_share : 100;
+	if (ctx->exclusive_admin || !share || share >= 100)
+		return;
+	uint64_t now = uv_now(ctx->loop), held = now - ctx->exclusive_since_ms;
+	uint64_t until = now + held * (100 - share) / share;
+	uint64_t *entry = ruda__handle_table_get(&ctx->uid_exclusive, ctx->exclusive_uid);
+	if (!entry) {
+		entry = malloc(sizeof(*entry));
+		if (!entry || ruda__handle_table_insert(&ctx->uid_exclusive, ctx->exclusive_uid,
+							entry) < 0) {
+			free(entry); /* out of memory: this one lease is not counted */
+			return;
+		}
+		*entry = 0;
+	}
+	if (until > *entry)
+		*entry = until;
+}
+
+static void on_exclusive_cooled(uv_timer_t *timer)
+{
+	struct ruda_session_context *ctx = timer->data;
+	if (!ctx->exclusive)
+		exclusive_next(ctx);
+}
+
+/* Grant the lease to the first live waiter whose uid may have one now;
+ * the others keep their place. When only waiters that must wait are left,
+ * a timer comes back for the first of them. */
+static void exclusive_next(struct ruda_session_context *ctx)
+{
+	uint64_t soonest = 0;
+	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
+	while (*link && !ctx->exclusive) {
+		struct ruda_exclusive_wait *w = *link;
+		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, w->session);
+		if (!s || s->state != RUDA_SESSION_READY) {
+			*link = w->next;
+			free(w);
+			continue;
+		}
+		uint64_t not_before = exclusive_not_before(ctx, s);
+		if (not_before) {
+			if (!soonest || not_before < soonest)
+				soonest = not_before;
+			link = &w->next;
+			continue;
+		}
+		*link = w->next;
+		exclusive_grant(s, w->request, w->timeout_ms);
+		free(w);
+	}
+	if (ctx->exclusive || !soonest)
+		return;
+	if (!ctx->exclusive_cool_timer && (ctx->exclusive_cool_timer = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(ctx->loop, ctx->exclusive_cool_timer);
+		ctx->exclusive_cool_timer->data = ctx;
+	}
+	if (ctx->exclusive_cool_timer) {
+		uint64_t now = uv_now(ctx->loop);
+		uv_timer_start(ctx->exclusive_cool_timer, on_exclusive_cooled,
+			       soonest > now ? soonest - now : 0, 0);
+	}
+}
+
+/* The lease ends: the next waiter that may gets it, or everyone goes on. */
 static void exclusive_release(struct ruda_session_context *ctx)
 {
+	exclusive_cool_down(ctx);
 	ctx->exclusive = 0;
 	if (ctx->exclusive_timer)
 		uv_timer_stop(ctx->exclusive_timer);
-	while (ctx->exclusive_waiting && !ctx->exclusive) {
-		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
-		ctx->exclusive_waiting = w->next;
-		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, w->session);
-		if (s && s->state == RUDA_SESSION_READY)
-			exclusive_grant(s, w->request, w->timeout_ms);
-		free(w);
-	}
+	exclusive_next(ctx);
 	ruda__session_context_resume(ctx);
 }
 
 int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
 {
 	struct ruda_session_context *ctx = s->ctx;
-	if (!ctx->exclusive || ctx->exclusive == s->id) {
+	if (ctx->exclusive == s->id) {
+		/* held already: granted again, but it ends when it would have
+		 * (asking again does not make a lease longer) */
+		ruda__session_reply_status(s, request, RUDA_OK, NULL);
+		return 1;
+	}
+	if (!ctx->exclusive && !ctx->exclusive_waiting && !exclusive_not_before(ctx, s)) {
 		exclusive_grant(s, request, timeout_ms);
 		return 1;
 	}
@@ -569,7 +862,9 @@ int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = w;
-	return 0;
+	if (!ctx->exclusive)
+		exclusive_next(ctx); /* a waiter that must wait: its timer */
+	return ctx->exclusive == s->id;
 }
 
 int ruda__session_exclusive_end(struct ruda_session *s)
@@ -600,6 +895,18 @@ static void exclusive_forget(struct ruda_session *s)
 
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
+	ruda__session_remains_release(ctx, SIZE_MAX);
+	ruda__handle_table_finish(&ctx->uid_pending);
+	if (ctx->hello_timer) {
+		uv_timer_stop(ctx->hello_timer);
+		uv_close((uv_handle_t *)ctx->hello_timer, free_after_close_timer);
+		ctx->hello_timer = NULL;
+	}
+	if (ctx->remains_idle) {
+		uv_idle_stop(ctx->remains_idle);
+		uv_close((uv_handle_t *)ctx->remains_idle, free_after_close_timer);
+		ctx->remains_idle = NULL;
+	}
 	ruda__collective_finish(ctx);
 	ruda__session_arenas_finish(ctx);
 	free(ctx->scratch);
@@ -619,6 +926,14 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
 		ctx->exclusive_waiting = w->next;
 		free(w);
+	}
+	while ((bytes = ruda__handle_table_pop(&ctx->uid_exclusive, NULL)))
+		free(bytes);
+	ruda__handle_table_finish(&ctx->uid_exclusive);
+	if (ctx->exclusive_cool_timer) {
+		uv_timer_stop(ctx->exclusive_cool_timer);
+		uv_close((uv_handle_t *)ctx->exclusive_cool_timer, free_after_close_timer);
+		ctx->exclusive_cool_timer = NULL;
 	}
 	if (ctx->exclusive_timer) {
 		uv_timer_stop(ctx->exclusive_timer);

@@ -70,7 +70,15 @@ struct ruda_session_context {
 	uv_timer_t *exclusive_timer; /* owned; ends a lease that runs too long */
 	uv_timer_t *priority_timer;  /* owned; wakes held sessions once the higher
 				      * priorities have gone quiet */
-	uint32_t max_exclusive_ms;
+	uint32_t max_exclusive_ms; /* without a policy; 0: 10 s */
+	/* the lease's holder: its uid, whether it is an administrator, since
+	 * when it holds it */
+	uid_t exclusive_uid;
+	int exclusive_admin;
+	uint64_t exclusive_since_ms;
+	/* uid -> uint64_t: uv_now() before which its next lease is not granted */
+	struct ruda_handle_table uid_exclusive;
+	uv_timer_t *exclusive_cool_timer; /* owned; grants a waiter once it may */
 	struct ruda_exclusive_wait {
 		struct ruda_exclusive_wait *next;
 		uint64_t session, request;
@@ -97,6 +105,15 @@ struct ruda_session_context {
 	uv_timer_t *arena_timer; /* owned; NULL until an arena is imported */
 	uint64_t arena_release_ms;
 	int arena_release_read; /* arena_release_ms has been read */
+	/* buffers and kernels of closed sessions, released a batch per loop
+	 * iteration so that other clients are served in between */
+	struct ruda_session_remains *remains;
+	uv_idle_t *remains_idle; /* owned; active while there are remains */
+	/* connections that have not said Hello yet, oldest first, and how
+	 * many each uid has (uid -> count, as a pointer) */
+	struct ruda_session *hello_first, *hello_last;
+	struct ruda_handle_table uid_pending;
+	uv_timer_t *hello_timer; /* owned; closes those past handshake_timeout_ms */
 };
 
 /* What a session has done, for accounting and rudactl. */
@@ -124,6 +141,8 @@ struct ruda_session {
 	struct ruda_session_context *ctx; /* borrowed */
 	struct ruda_session *dead_next;
 	struct ruda_session *throttled_next;
+	struct ruda_session *hello_prev, *hello_next; /* while pending */
+	int pending; /* on the context's list of connections without a Hello */
 	int throttled;
 	int fd;
 	uv_poll_t poll;
@@ -163,6 +182,8 @@ struct ruda_session {
 	uint64_t staging_quota;           /* limit on staging_bytes, 0 = none */
 	uint64_t staging_uid_quota;       /* the same for all sessions of its uid */
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
+	int admin;                        /* policy: an administrator (root, admin_group) */
+	int exclusive_allowed;            /* policy: may take exclusive leases */
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
@@ -177,12 +198,22 @@ struct ruda_session {
 /* Take ownership of connected socket `fd`. */
 int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
 			 struct ruda_session **out);
+/* Connections of `uid` that have not said Hello yet. */
+uint32_t ruda__session_pending(const struct ruda_session_context *ctx, uid_t uid);
+/* The session's Hello has come (whatever it will be answered): it is no
+ * longer pending, nor subject to handshake_timeout_ms. */
+void ruda__session_hello_done(struct ruda_session *session);
 /* Mark the session for destruction at the end of this loop iteration; it
  * reads and replies no more. Safe from any callback. */
 void ruda__session_kill(struct ruda_session *session);
 /* Destroy the sessions killed so far and submit the streams with recorded
  * work (end of a loop iteration). */
 void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Buffers and kernels released per loop iteration after a session closed. */
+#define RUDA_SESSION_TEARDOWN_BATCH 4096u
+/* Release up to `max` of the closed sessions' buffers and kernels; returns
+ * whether some are left. */
+int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
 /* Grant the device to session `id` alone (or queue it); see ExclusiveBegin.
  * Returns 1 when granted now. */
 int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,

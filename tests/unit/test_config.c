@@ -105,6 +105,13 @@ START_TEST(good_file)
 		"high_priority_groups = root\n"
 		"priority_anticipation_us = 0\n"
 		"priority_max_wait_us = 5000\n"
+		"handshake_timeout_ms = 300\n"
+		"max_pending_per_uid = 8\n"
+		"admin_reserved_clients = 2\n"
+		"exclusive_users = 1000\n"
+		"exclusive_groups = root\n"
+		"max_exclusive_ms = 2000\n"
+		"exclusive_share = 25\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -147,12 +154,20 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 33);
+	ck_assert_uint_eq(c.quotas[0].line, 40);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
 	ck_assert_uint_eq(c.priority_anticipation_us, 0);
 	ck_assert_uint_eq(c.priority_max_wait_us, 5000);
+	ck_assert_uint_eq(c.handshake_timeout_ms, 300);
+	ck_assert_uint_eq(c.max_pending_per_uid, 8);
+	ck_assert_uint_eq(c.admin_reserved_clients, 2);
+	ck_assert_uint_eq(c.exclusive_users.count, 1);
+	ck_assert_uint_eq(c.exclusive_users.ids[0], 1000);
+	ck_assert_uint_eq(c.exclusive_groups.count, 1);
+	ck_assert_uint_eq(c.max_exclusive_ms, 2000);
+	ck_assert_uint_eq(c.exclusive_share, 25);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);
@@ -160,7 +175,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.quotas[1].id, 0);
 	ck_assert(!c.quotas[1].has_max_memory_per_client);
 	ck_assert(c.quotas[1].max_memory_per_uid == 512ull << 20);
-	ck_assert_uint_eq(c.set, (1u << RUDA_CONFIG_NKEYS) - 1);
+	ck_assert(c.set == (1ull << RUDA_CONFIG_NKEYS) - 1);
 	ruda__config_finish(&c);
 }
 END_TEST

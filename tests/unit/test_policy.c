@@ -37,8 +37,25 @@ START_TEST(everyone_by_default)
 	ck_assert(!r.unchecked_launch);
 	ck_assert(r.max_memory_per_client == RUDA_UNLIMITED);
 	ck_assert(r.max_memory_per_uid == RUDA_UNLIMITED);
+	ck_assert(r.exclusive);
 	r = check(0, 0, NULL, 0);
 	ck_assert(r.admin && r.views);
+	ruda__config_finish(&config);
+}
+END_TEST
+
+/* Exclusive leases: everyone by default; with a list, those listed and the
+ * administrators. */
+START_TEST(exclusive_lists)
+{
+	load("exclusive_users = 1000\nexclusive_groups = 2000\nadmin_group = 3000\n");
+	gid_t in_2000[] = {2000}, in_3000[] = {3000};
+	ck_assert(check(1000, 1000, NULL, 0).exclusive);
+	ck_assert(check(1001, 1001, in_2000, 1).exclusive);
+	ck_assert(check(1002, 1002, in_3000, 1).exclusive);
+	ck_assert(check(0, 0, NULL, 0).exclusive);
+	struct ruda_rights r = check(1003, 1003, NULL, 0);
+	ck_assert(r.may_connect && !r.exclusive);
 	ruda__config_finish(&config);
 }
 END_TEST
@@ -115,8 +132,9 @@ START_TEST(quotas)
 	r.max_staging_per_uid = 2ull << 30;
 	char text[256];
 	ruda__rights_describe(&r, text, sizeof(text));
-	ck_assert_str_eq(text, "admin no, views yes, unchecked launches no, memory 1G per client, "
-			       "unlimited per uid, staging unlimited per client, 2G per uid");
+	ck_assert_str_eq(text, "admin no, views yes, unchecked launches no, exclusive leases yes, "
+			       "memory 1G per client, unlimited per uid, staging unlimited per "
+			       "client, 2G per uid");
 	ruda__config_finish(&config);
 }
 END_TEST
@@ -175,6 +193,7 @@ int main(void)
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, everyone_by_default);
 	tcase_add_test(tc, allowed_lists);
+	tcase_add_test(tc, exclusive_lists);
 	tcase_add_test(tc, views_and_unchecked);
 	tcase_add_test(tc, quotas);
 	tcase_add_test(tc, priorities);

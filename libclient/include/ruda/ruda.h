@@ -223,7 +223,8 @@ typedef struct ruda_connect_options {
  *                             message names the group to join), or rudad's
  *                             policy refuses this uid
  *   RUDA_ERROR_BUSY           rudad is at a connection limit (the message
- *                             names it, e.g. max_clients)
+ *                             names it: max_clients, admin_reserved_clients,
+ *                             max_pending_per_uid)
  *   RUDA_ERROR_INVALID_ARGUMENT  no path to try (neither socket_path,
  *                             $RUDA_SOCKET nor $XDG_RUNTIME_DIR for a
  *                             non-root user), or a path over 107 bytes
@@ -639,7 +640,11 @@ ruda_status ruda_client_profile(ruda_client *client, void (*task)(void *user), v
 /*
  * Hold the device alone: other clients' requests wait until
  * ruda_client_exclusive_end, this client's end, or `timeout_ms` (capped by
- * the daemon; 0 = its limit). Waits until granted.
+ * the daemon's max_exclusive_ms; 0 = that limit). Waits until granted: after
+ * another's lease, and after this uid's own last lease for as long as the
+ * daemon's exclusive_share asks (by default as long as that lease lasted).
+ * RUDA_ERROR_PERMISSION when the daemon's policy (exclusive_users,
+ * exclusive_groups) does not let this uid take leases.
  */
 ruda_status ruda_client_exclusive_begin(ruda_client *client, uint32_t timeout_ms);
 /* RUDA_ERROR_INVALID_ARGUMENT when no lease is held (it may have timed out). */
