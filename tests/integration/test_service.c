@@ -573,13 +573,13 @@ START_TEST(quota_by_uid_reported)
 	ruda_client *c = test_connect(&d, "root");
 	ck_assert_msg(wait_for_text(d.log_path, 5000,
 				    "(uid 0, pid ", "admin yes, views yes, unchecked launches no, "
-				    "memory 1G per client, 5G per uid", (char *)NULL),
+				    "exclusive leases yes, memory 1G per client, 5G per uid", (char *)NULL),
 		      "root's rights not logged; see %s", d.log_path);
 	int rc = run_as_nobody(dir, d.socket_path, out, sizeof(out));
 	ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, out);
 	ck_assert_msg(wait_for_text(d.log_path, 5000, "(uid 65534, pid ",
-				    "admin no, views yes, unchecked launches no, memory 2G per "
-				    "client, 3G per uid", (char *)NULL),
+				    "admin no, views yes, unchecked launches no, exclusive leases "
+				    "yes, memory 2G per client, 3G per uid", (char *)NULL),
 		      "uid 65534's quota not logged; see %s", d.log_path);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
