@@ -195,8 +195,8 @@ typedef struct ruda_connect_options {
 	 * (borrowed: libruda maps it during the call; the caller may close it
 	 * afterwards), using `arena_size` bytes of it (0: all of it), rounded
 	 * down to the device's import granularity (4 KiB to 64 KiB). rudad
-	 * requires a memfd sealed with F_SEAL_SHRINK and not against writing,
-	 * holding `arena_size` bytes, and a size within its arena limits (1 MiB
+	 * requires a memfd sealed with F_SEAL_SHRINK and not against writing
+	 * (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE), holding `arena_size` bytes, and a size within its arena limits (1 MiB
 	 * to 4 GiB); else ruda_client_connect fails with
 	 * RUDA_ERROR_INVALID_ARGUMENT (the fd) or RUDA_ERROR_OUT_OF_RANGE (the
 	 * size), and rudad logs why (the Hello reply's message says it too).
@@ -484,9 +484,12 @@ ruda_status ruda_client_staging_create(ruda_client *client, size_t size, ruda_st
  * Use the caller's memfd `fd` (borrowed; the caller may close it after the
  * call) as a region of `size` bytes. The daemon refuses, with
  * RUDA_ERROR_INVALID_ARGUMENT and the reason in ruda_client_last_error, an
- * fd that is not a memfd, one not sealed with F_SEAL_SHRINK, and one
- * smaller than `size` rounded up to 64 KiB (the import granularity of
- * common devices; page size on others).
+ * fd that is not a memfd (the message names what it is: "an eventfd, not
+ * a memfd"), one not sealed with F_SEAL_SHRINK, one sealed against
+ * writing (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE: rudad downloads into it),
+ * and one smaller than `size` rounded up to 64 KiB (the import granularity
+ * of common devices; page size on others). rudad reads the size only after
+ * it saw F_SEAL_SHRINK, so shrinking the memfd meanwhile gets a refusal.
  */
 ruda_status ruda_client_staging_attach(ruda_client *client, int fd, size_t size,
 				       ruda_staging *out);
