@@ -981,6 +981,17 @@ static ruda_status dynamic_count(struct ruda_session *s, const Ruda__DynamicCoun
 	return RUDA_OK;
 }
 
+/* Whether x*y*z workgroups stay below 2^32: drivers count them in 32 bits
+ * (lavapipe ran 65535^3 as 196 607, 2^48 mod 2^32, and reported success),
+ * and kernels that flatten gl_WorkGroupID into a uint wrap likewise. */
+static int count_product_fits(const uint32_t c[3])
+{
+	if (!c[0] || !c[1] || !c[2])
+		return 1; /* a no-op */
+	uint64_t xy = (uint64_t)c[0] * c[1];
+	return xy <= UINT32_MAX && xy * c[2] <= UINT32_MAX;
+}
+
 static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Launch *l = req->launch;
@@ -1014,6 +1025,10 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 			 count.count[0], count.count[1], count.count[2],
 			 lim->maxComputeWorkGroupCount[0], lim->maxComputeWorkGroupCount[1],
 			 lim->maxComputeWorkGroupCount[2]);
+	else if (!count_product_fits(count.count))
+		snprintf(why, sizeof(why),
+			 "workgroup count product %u x %u x %u exceeds 2^32-1 (%u) workgroups",
+			 count.count[0], count.count[1], count.count[2], UINT32_MAX);
 	else
 		st = RUDA_OK;
 	if (st == RUDA_OK)

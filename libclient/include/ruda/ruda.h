@@ -545,7 +545,10 @@ ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
 /*
  * Launch `kernel` with `count` workgroups (ErasedClient::launch). Binding i
  * is bindings[i]; `push` holds push_size bytes of push constants. Accesses
- * outside the bound ranges cannot touch other memory.
+ * outside the bound ranges cannot touch other memory. A count over the
+ * device's max_workgroup_count in any dimension, or counts whose product
+ * x*y*z reaches 2^32, fail with RUDA_ERROR_INVALID_ARGUMENT (at the next
+ * sync, and on every bound buffer).
  */
 ruda_status ruda_client_launch(ruda_client *client, ruda_kernel kernel, ruda_count count,
 			       const ruda_handle *bindings, size_t binding_count,
@@ -563,8 +566,9 @@ ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel
  * three uint32 words at byte counts.offset (a multiple of 4) of buffer
  * counts.id, read by the device when the launch runs, after the work before
  * it on the stream. Each count is clamped to the device's
- * max_workgroup_count, so any value is safe. Bounds-checked as
- * ruda_client_launch.
+ * max_workgroup_count, and counts whose clamped product reaches 2^32 run
+ * nothing (no error: they are known only on the device), so any value is
+ * safe. Bounds-checked as ruda_client_launch.
  */
 ruda_status ruda_client_launch_dynamic(ruda_client *client, ruda_kernel kernel,
 				       ruda_handle counts, const ruda_handle *bindings,
