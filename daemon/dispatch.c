@@ -1,6 +1,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1124,8 +1125,16 @@ static uint64_t key_hash64(const char *key)
 static struct ruda_handle_table *throughput_table(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
-	if (!ctx->throughputs)
+	if (!ctx->throughputs) {
 		ctx->throughputs = calloc(ctx->ndevices, sizeof(*ctx->throughputs));
+		ctx->throughput_keys = calloc(ctx->ndevices, sizeof(*ctx->throughput_keys));
+		if (!ctx->throughputs || !ctx->throughput_keys) {
+			free(ctx->throughputs);
+			free(ctx->throughput_keys);
+			ctx->throughputs = NULL;
+			ctx->throughput_keys = NULL;
+		}
+	}
 	return ctx->throughputs ? &ctx->throughputs[s->device->index] : NULL;
 }
 
@@ -1168,28 +1177,56 @@ static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *r
 static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *req)
 {
 	const char *key = req->throughput_set->key;
-	struct ruda_handle_table *t = throughput_table(s);
+	double value = req->throughput_set->value;
 	if (!throughput_key_ok(key)) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
 					   "throughput key empty or over %u bytes", MAX_THROUGHPUT_KEY);
 		return;
 	}
-	/* the first measurement stays; a full table keeps what it has */
-	if (t && !throughput_find(t, key) && t->count < MAX_THROUGHPUTS) {
-		size_t len = strlen(key);
-		struct ruda_throughput *e = malloc(sizeof(*e) + len + 1);
-		if (e) {
-			memcpy(e->key, key, len + 1);
-			e->value = req->throughput_set->value;
-			uint64_t h = key_hash64(key);
-			e->next = ruda__handle_table_remove(t, h);
-			if (ruda__handle_table_insert(t, h, e) < 0) {
-				if (e->next)
-					ruda__handle_table_insert(t, h, e->next);
-				free(e);
-			}
-		}
+	/* every client reads what one sets: NaN, infinities, 0 and negative
+	 * values are no measurement of work per second */
+	if (!isfinite(value) || value <= 0) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "throughput %g for \"%s\" is not a finite value above 0",
+					   value, key);
+		return;
 	}
+	struct ruda_handle_table *t = throughput_table(s);
+	if (!t) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	/* the first measurement stays: a key already held answers OK */
+	if (throughput_find(t, key)) {
+		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+		return;
+	}
+	uint32_t *held = &s->ctx->throughput_keys[s->device->index];
+	if (*held >= MAX_THROUGHPUTS) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_QUOTA,
+					   "the throughput cache of device %u is full (%u keys): "
+					   "\"%s\" is not recorded",
+					   s->device->index, MAX_THROUGHPUTS, key);
+		return;
+	}
+	size_t len = strlen(key);
+	struct ruda_throughput *e = malloc(sizeof(*e) + len + 1);
+	if (!e) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	memcpy(e->key, key, len + 1);
+	e->value = value;
+	uint64_t h = key_hash64(key);
+	e->next = ruda__handle_table_remove(t, h);
+	if (ruda__handle_table_insert(t, h, e) < 0) {
+		if (e->next)
+			ruda__handle_table_insert(t, h, e->next);
+		free(e);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	(*held)++;
 	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
 }
 

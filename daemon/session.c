@@ -616,6 +616,8 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 	}
 	free(ctx->throughputs);
 	ctx->throughputs = NULL;
+	free(ctx->throughput_keys);
+	ctx->throughput_keys = NULL;
 	uint64_t *bytes;
 	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
 		free(bytes);

@@ -69,6 +69,7 @@ struct ruda_session_context {
 	uint8_t *scratch; /* owned: where requests are decoded (dispatch.c) */
 	/* measured throughputs, per device: key hash -> struct ruda_throughput */
 	struct ruda_handle_table *throughputs; /* owned, one table per device */
+	uint32_t *throughput_keys; /* owned: keys held per device, same-hash chains too */
 	int decoding;     /* a request in the scratch area is being handled */
 	/* the session holding the device alone (rudactl and ExclusiveBegin),
 	 * 0: none; sessions waiting for a lease, in order */

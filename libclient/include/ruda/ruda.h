@@ -679,7 +679,11 @@ void ruda_graph_release(ruda_graph *graph);
  * (ErasedClient::measure_throughput): from rudad's cache, shared by all its
  * clients, or, on a miss, by calling probe(user, &value) once and recording
  * its answer for everyone. A probe returning non-zero records nothing and
- * makes the call return RUDA_ERROR_UNSUPPORTED.
+ * makes the call return RUDA_ERROR_UNSUPPORTED. rudad records only finite
+ * values above 0: another answer from the probe makes the call return
+ * RUDA_ERROR_INVALID_ARGUMENT. Once the device's cache holds 4096 keys, a
+ * new key is not recorded and the call returns RUDA_ERROR_QUOTA (*value
+ * still holds the probe's answer). ruda_client_last_error says why.
  */
 ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
 					   int (*probe)(void *user, double *value), void *user,
