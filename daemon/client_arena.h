@@ -20,7 +20,8 @@ struct ruda_arena;
  * F_SEAL_SHRINK and not against writing, hold `size` bytes, and `size` lie
  * within RUDA_ARENA_MIN_SIZE..RUDA_ARENA_MAX_SIZE. rudad adds F_SEAL_GROW
  * when the memfd still takes seals. RUDA_OK and *out, or the status with
- * the reason in `why`: RUDA_ERROR_INVALID_ARGUMENT (the fd),
+ * the reason in `why` (the fd's checks are memfd_check.c's):
+ * RUDA_ERROR_INVALID_ARGUMENT (the fd, or a write seal added meanwhile),
  * RUDA_ERROR_OUT_OF_RANGE (the size), RUDA_ERROR_IO / OUT_OF_MEMORY
  * (mapping it failed).
  */

@@ -1,6 +1,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -993,6 +994,17 @@ static ruda_status dynamic_count(struct ruda_session *s, const Ruda__DynamicCoun
 	return RUDA_OK;
 }
 
+/* Whether x*y*z workgroups stay below 2^32: drivers count them in 32 bits
+ * (lavapipe ran 65535^3 as 196 607, 2^48 mod 2^32, and reported success),
+ * and kernels that flatten gl_WorkGroupID into a uint wrap likewise. */
+static int count_product_fits(const uint32_t c[3])
+{
+	if (!c[0] || !c[1] || !c[2])
+		return 1; /* a no-op */
+	uint64_t xy = (uint64_t)c[0] * c[1];
+	return xy <= UINT32_MAX && xy * c[2] <= UINT32_MAX;
+}
+
 static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Launch *l = req->launch;
@@ -1026,6 +1038,10 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 			 count.count[0], count.count[1], count.count[2],
 			 lim->maxComputeWorkGroupCount[0], lim->maxComputeWorkGroupCount[1],
 			 lim->maxComputeWorkGroupCount[2]);
+	else if (!count_product_fits(count.count))
+		snprintf(why, sizeof(why),
+			 "workgroup count product %u x %u x %u exceeds 2^32-1 (%u) workgroups",
+			 count.count[0], count.count[1], count.count[2], UINT32_MAX);
 	else
 		st = RUDA_OK;
 	if (st == RUDA_OK)
@@ -1143,16 +1159,19 @@ static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *r
 	double value = req->throughput_set->value;
 	struct ruda_throughput_cache *cache = throughput_cache(s);
 	int err = cache ? ruda__throughput_cache_set(cache, key, value) : -ENOMEM;
-	if (err == -EINVAL)
+	if (err == -EINVAL && !(key && *key && strlen(key) <= RUDA_THROUGHPUT_MAX_KEY))
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput \"%.64s\": the key must be 1 to %u bytes and "
-					   "the value finite and positive (%g)",
-					   key ? key : "", RUDA_THROUGHPUT_MAX_KEY, value);
+					   "throughput key empty or over %u bytes",
+					   RUDA_THROUGHPUT_MAX_KEY);
+	else if (err == -EINVAL) /* every client reads what one sets */
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "throughput %g for \"%s\" is not a finite value above 0",
+					   value, key);
 	else if (err == -ENOSPC)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_QUOTA,
-					   "the device's throughput cache is full (%u measurements); "
-					   "\"%.64s\" is not recorded",
-					   RUDA_THROUGHPUT_MAX, key);
+					   "the throughput cache of device %u is full (%u keys): "
+					   "\"%s\" is not recorded",
+					   s->device->index, RUDA_THROUGHPUT_MAX, key);
 	else if (err)
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	else

@@ -11,70 +11,9 @@
 #include "arena.h"
 #include "device.h"
 #include "log.h"
+#include "memfd_check.h"
 #include "session.h"
 #include "session_arena.h"
-
-/* What kind of file `mode` is, for a refusal message. */
-static const char *file_kind(mode_t mode)
-{
-	if (S_ISFIFO(mode))
-		return "a pipe";
-	if (S_ISSOCK(mode))
-		return "a socket";
-	if (S_ISCHR(mode))
-		return "a character device";
-	if (S_ISDIR(mode))
-		return "a directory";
-	if (S_ISBLK(mode))
-		return "a block device";
-	return "a regular file";
-}
-
-/* Whether `fd` was made by memfd_create: its link in /proc names it so. */
-static int is_memfd(int fd)
-{
-	char path[64], target[32];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(path, target, sizeof(target) - 1);
-	if (n < 0)
-		return 0;
-	target[n] = '\0';
-	return strncmp(target, "/memfd:", 7) == 0;
-}
-
-ruda_status ruda__staging_check_fd(int fd, uint64_t size, uint64_t map_size, char *why,
-				   size_t why_len)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		snprintf(why, why_len, "cannot inspect the fd: %s", strerror(errno));
-		return RUDA_ERROR_INVALID_ARGUMENT;
-	}
-	if (!S_ISREG(st.st_mode) || !is_memfd(fd)) {
-		snprintf(why, why_len, "the fd is %s, not a memfd", file_kind(st.st_mode));
-		return RUDA_ERROR_INVALID_ARGUMENT;
-	}
-	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		snprintf(why, why_len,
-			 "the memfd is not sealed against shrinking (F_SEAL_SHRINK): a shrink "
-			 "would leave the daemon's mapping without pages");
-		return RUDA_ERROR_INVALID_ARGUMENT;
-	}
-	if (!size) {
-		snprintf(why, why_len, "a region of 0 bytes");
-		return RUDA_ERROR_INVALID_ARGUMENT;
-	}
-	if ((uint64_t)st.st_size < map_size) {
-		snprintf(why, why_len,
-			 "the memfd is too small: %llu bytes, a region of %llu bytes needs %llu "
-			 "(the device's import granularity)",
-			 (unsigned long long)st.st_size, (unsigned long long)size,
-			 (unsigned long long)map_size);
-		return RUDA_ERROR_INVALID_ARGUMENT;
-	}
-	return RUDA_OK;
-}
 
 /* "1.5 MiB" for a refusal message. */
 static const char *human(uint64_t bytes, char *buf, size_t len)
@@ -102,10 +41,27 @@ ruda_status ruda__staging_attach(struct ruda_session *s, uint64_t id, uint64_t s
 		return RUDA_ERROR_UNSUPPORTED;
 	}
 	uint64_t align = d->import_alignment > 4096 ? d->import_alignment : 4096;
-	uint64_t map_size = size > UINT64_MAX - align ? 0 : (size + align - 1) / align * align;
-	ruda_status st = ruda__staging_check_fd(fd, size, map_size, why, why_len);
+	/* a size past the largest file asks for more than any memfd holds */
+	uint64_t map_size =
+		size > UINT64_MAX - align ? UINT64_MAX : (size + align - 1) / align * align;
+	char what[48], note[96];
+	snprintf(what, sizeof(what), "staging region %llu", (unsigned long long)id);
+	snprintf(note, sizeof(note), "(a region of %llu bytes rounded up to the import granularity)",
+		 (unsigned long long)size);
+	struct ruda_memfd_rules rules = {
+		.what = what,
+		.seals = F_SEAL_SHRINK,
+		.no_seals = RUDA_MEMFD_WRITE_SEALS, /* Read downloads into it */
+		.min_size = map_size,
+		.size_note = note,
+	};
+	ruda_status st = ruda__memfd_check(fd, &rules, NULL, why, why_len);
 	if (st != RUDA_OK)
 		return st;
+	if (!size) {
+		snprintf(why, why_len, "%s: a region of 0 bytes", what);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
 	if (!id || ruda__handle_table_get(&s->staging, id)) {
 		snprintf(why, why_len, "region id %llu is %s", (unsigned long long)id,
 			 id ? "in use" : "reserved for the arena");
@@ -145,8 +101,7 @@ ruda_status ruda__staging_attach(struct ruda_session *s, uint64_t id, uint64_t s
 	}
 	if (err) {
 		ruda__session_uncharge_staging(s, map_size);
-		snprintf(why, why_len, "cannot map the region: %s", strerror(-err));
-		return err == -ENOMEM ? RUDA_ERROR_OUT_OF_MEMORY : RUDA_ERROR_IO;
+		return ruda__memfd_map_failed(what, -err, why, why_len);
 	}
 	/* tests: a region of exactly RUDA_TEST_FAIL_STAGING_IMPORT bytes fails
 	 * its first import, as when nothing more can be pinned */

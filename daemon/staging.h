@@ -17,14 +17,6 @@ struct ruda_arena;
 /* Regions one session may hold at once. */
 #define RUDA_STAGING_MAX_REGIONS 64u
 
-/*
- * Whether `fd` may back a region of `size` bytes mapped as `map_size`: a
- * memfd, sealed against shrinking, large enough. RUDA_OK, or
- * RUDA_ERROR_INVALID_ARGUMENT with the reason in `why`.
- */
-ruda_status ruda__staging_check_fd(int fd, uint64_t size, uint64_t map_size, char *why,
-				   size_t why_len);
-
 /* Attach `fd` (borrowed) as region `id`. */
 ruda_status ruda__staging_attach(struct ruda_session *s, uint64_t id, uint64_t size, int fd,
 				 char *why, size_t why_len);

@@ -195,8 +195,8 @@ typedef struct ruda_connect_options {
 	 * (borrowed: libruda maps it during the call; the caller may close it
 	 * afterwards), using `arena_size` bytes of it (0: all of it), rounded
 	 * down to the device's import granularity (4 KiB to 64 KiB). rudad
-	 * requires a memfd sealed with F_SEAL_SHRINK and not against writing,
-	 * holding `arena_size` bytes, and a size within its arena limits (1 MiB
+	 * requires a memfd sealed with F_SEAL_SHRINK and not against writing
+	 * (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE), holding `arena_size` bytes, and a size within its arena limits (1 MiB
 	 * to 4 GiB); else ruda_client_connect fails with
 	 * RUDA_ERROR_INVALID_ARGUMENT (the fd) or RUDA_ERROR_OUT_OF_RANGE (the
 	 * size), and rudad logs why (the Hello reply's message says it too).
@@ -494,9 +494,12 @@ ruda_status ruda_client_staging_create(ruda_client *client, size_t size, ruda_st
  * Use the caller's memfd `fd` (borrowed; the caller may close it after the
  * call) as a region of `size` bytes. The daemon refuses, with
  * RUDA_ERROR_INVALID_ARGUMENT and the reason in ruda_client_last_error, an
- * fd that is not a memfd, one not sealed with F_SEAL_SHRINK, and one
- * smaller than `size` rounded up to 64 KiB (the import granularity of
- * common devices; page size on others).
+ * fd that is not a memfd (the message names what it is: "an eventfd, not
+ * a memfd"), one not sealed with F_SEAL_SHRINK, one sealed against
+ * writing (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE: rudad downloads into it),
+ * and one smaller than `size` rounded up to 64 KiB (the import granularity
+ * of common devices; page size on others). rudad reads the size only after
+ * it saw F_SEAL_SHRINK, so shrinking the memfd meanwhile gets a refusal.
  */
 ruda_status ruda_client_staging_attach(ruda_client *client, int fd, size_t size,
 				       ruda_staging *out);
@@ -559,7 +562,10 @@ ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
 /*
  * Launch `kernel` with `count` workgroups (ErasedClient::launch). Binding i
  * is bindings[i]; `push` holds push_size bytes of push constants. Accesses
- * outside the bound ranges cannot touch other memory.
+ * outside the bound ranges cannot touch other memory. A count over the
+ * device's max_workgroup_count in any dimension, or counts whose product
+ * x*y*z reaches 2^32, fail with RUDA_ERROR_INVALID_ARGUMENT (at the next
+ * sync, and on every bound buffer).
  */
 ruda_status ruda_client_launch(ruda_client *client, ruda_kernel kernel, ruda_count count,
 			       const ruda_handle *bindings, size_t binding_count,
@@ -577,8 +583,9 @@ ruda_status ruda_client_launch_unchecked(ruda_client *client, ruda_kernel kernel
  * three uint32 words at byte counts.offset (a multiple of 4) of buffer
  * counts.id, read by the device when the launch runs, after the work before
  * it on the stream. Each count is clamped to the device's
- * max_workgroup_count, so any value is safe. Bounds-checked as
- * ruda_client_launch.
+ * max_workgroup_count, and counts whose clamped product reaches 2^32 run
+ * nothing (no error: they are known only on the device), so any value is
+ * safe. Bounds-checked as ruda_client_launch.
  */
 ruda_status ruda_client_launch_dynamic(ruda_client *client, ruda_kernel kernel,
 				       ruda_handle counts, const ruda_handle *bindings,
@@ -693,12 +700,13 @@ void ruda_graph_release(ruda_graph *graph);
  * (ErasedClient::measure_throughput): from rudad's cache, shared by all its
  * clients, or, on a miss, by calling probe(user, &value) once and recording
  * its answer for everyone. A probe returning non-zero records nothing and
- * makes the call return RUDA_ERROR_UNSUPPORTED. rudad keeps the answers in
- * its cache directory, so they outlive a restart (as CubeCL keeps them on
- * disk). Errors: RUDA_ERROR_INVALID_ARGUMENT for a key that is empty or
- * over 256 bytes, or a probe's value that is not finite and positive;
- * RUDA_ERROR_QUOTA when the device holds 4096 measurements already (the
- * value is returned but not recorded).
+ * makes the call return RUDA_ERROR_UNSUPPORTED. rudad records only finite
+ * values above 0: another answer from the probe makes the call return
+ * RUDA_ERROR_INVALID_ARGUMENT. Once the device's cache holds 4096 keys, a
+ * new key is not recorded and the call returns RUDA_ERROR_QUOTA (*value
+ * still holds the probe's answer). ruda_client_last_error says why.
+ * rudad keeps the answers in its cache directory, so they outlive a
+ * restart (as CubeCL keeps them on disk).
  */
 ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
 					   int (*probe)(void *user, double *value), void *user,
