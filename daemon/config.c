@@ -134,6 +134,9 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_PRIORITY_MAX_WAIT_US] = {.name = "priority_max_wait_us", .type = T_COUNT,
 					      .offset = F(priority_max_wait_us), .min = 0,
 					      .max = 10000000, .reload = true},
+	[RUDA_CONFIG_STOP_TIMEOUT_MS] = {.name = "stop_timeout_ms", .type = T_COUNT,
+					 .offset = F(stop_timeout_ms), .min = 0, .max = 3600000,
+					 .reload = true},
 };
 #undef F
 
@@ -183,7 +186,8 @@ void ruda__config_init(struct ruda_config *c)
 	c->priority_max_wait_us = RUDA_PRIORITY_MAX_WAIT_US;
 	c->max_clients = 1024;
 	c->max_requests_in_flight = 1024;
-	c->submission_timeout_ms = 0;
+	c->submission_timeout_ms = RUDA_SUBMISSION_TIMEOUT_MS;
+	c->stop_timeout_ms = RUDA_STOP_TIMEOUT_MS;
 	c->log_level = RUDA_LOG_INFO;
 	c->admin_gid = (gid_t)-1;
 	c->read_only_views = true; /* as ps(1) shows processes to everyone */

@@ -31,6 +31,18 @@
  * (daemon/memory.c). */
 #define RUDA_FREED_MEMORY_KEEP_MS 10000u
 
+/* A submission that makes no progress for this long fails with
+ * RUDA_ERROR_TIMEOUT and the device is re-created for the other clients
+ * (daemon/recovery.c): one client's endless kernel cannot hold the device.
+ * Lavapipe computes 16 MiB fills at ~1 GB/s on one core, so a legitimate
+ * submission of a few seconds still fits. */
+#define RUDA_SUBMISSION_TIMEOUT_MS 10000u
+/* How long a stop may take: after it rudad exits with
+ * RUDA_EXIT_STOP_TIMEOUT even though a driver thread has not returned.
+ * systemd/rudad.service's TimeoutStopSec= is above it. */
+#define RUDA_STOP_TIMEOUT_MS 5000u
+#define RUDA_EXIT_STOP_TIMEOUT 3
+
 /* The top-level keys, in the order rudad.conf(5) documents them. */
 enum ruda_config_key {
 	RUDA_CONFIG_SOCKET,
@@ -61,6 +73,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_HIGH_PRIORITY_GROUPS,
 	RUDA_CONFIG_PRIORITY_ANTICIPATION_US,
 	RUDA_CONFIG_PRIORITY_MAX_WAIT_US,
+	RUDA_CONFIG_STOP_TIMEOUT_MS,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -93,6 +106,9 @@ struct ruda_config {
 	uint32_t max_clients;
 	uint32_t max_requests_in_flight; /* per client */
 	uint32_t submission_timeout_ms;  /* 0: none */
+	/* how long a stop (SIGTERM) may take before rudad exits anyway with
+	 * RUDA_EXIT_STOP_TIMEOUT (device work that does not end); 0: no limit */
+	uint32_t stop_timeout_ms;
 	int log_level;                   /* enum ruda_log_level */
 	char *cache_directory;           /* owned; NULL until resolved */
 

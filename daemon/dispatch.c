@@ -100,6 +100,16 @@ static ruda_status first_buffer_error(struct ruda_session *s, const uint64_t *id
 
 static void export_now(struct ruda_session *s, uint64_t request, uint64_t id);
 
+/* Why the work a reply waited for failed. */
+static const char *failure_reason(int status)
+{
+	if (status == RUDA_ERROR_TIMEOUT)
+		return "a submission ran past the time limit (submission_timeout_ms)";
+	if (status == RUDA_ERROR_DEVICE_LOST)
+		return "the device was lost or reset; this connection's work on it is gone";
+	return "the device failed";
+}
+
 static void reply_waiter_done(struct ruda_waiter *base, int status)
 {
 	struct reply_waiter *w = (struct reply_waiter *)base;
@@ -118,14 +128,15 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 			reply.profile = &pr;
 			ruda__session_reply(s, &reply);
 		} else if (s && s->state != RUDA_SESSION_DEAD) {
-			ruda__session_reply_status(s, w->request, status, "the device failed");
+			ruda__session_reply_status(s, w->request, status, "%s",
+						   failure_reason(status));
 		}
 		goto out;
 	}
 	if (!s || s->state == RUDA_SESSION_DEAD)
 		goto out;
 	if (status != RUDA_OK) {
-		ruda__session_reply_status(s, w->request, status, "the device failed");
+		ruda__session_reply_status(s, w->request, status, "%s", failure_reason(status));
 		goto out;
 	}
 	const char *why = "";

@@ -57,6 +57,9 @@ START_TEST(defaults)
 	ck_assert_ptr_null(c.socket_group);
 	ck_assert_uint_eq(c.arena_size, 16u << 20);
 	ck_assert_uint_eq(c.max_clients, 1024);
+	/* one client's endless kernel cannot hold the device, nor a stop */
+	ck_assert_uint_eq(c.submission_timeout_ms, 10000);
+	ck_assert_uint_eq(c.stop_timeout_ms, 5000);
 	ck_assert_int_eq(c.log_level, RUDA_LOG_INFO);
 	ck_assert(c.read_only_views);
 	ck_assert(!c.force_checked_launches);
@@ -105,6 +108,7 @@ START_TEST(good_file)
 		"high_priority_groups = root\n"
 		"priority_anticipation_us = 0\n"
 		"priority_max_wait_us = 5000\n"
+		"stop_timeout_ms = 2500\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -147,12 +151,13 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 33);
+	ck_assert_uint_eq(c.quotas[0].line, 34);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
 	ck_assert_uint_eq(c.priority_anticipation_us, 0);
 	ck_assert_uint_eq(c.priority_max_wait_us, 5000);
+	ck_assert_uint_eq(c.stop_timeout_ms, 2500);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);
