@@ -21,6 +21,12 @@
 
 /* A memory limit that is not one. */
 #define RUDA_UNLIMITED UINT64_MAX
+/* max_memory_per_client/uid = auto (the default): a share of the heap of
+ * the device the client connects to, so that no one client (or user)
+ * can take all of it and others still find room. */
+#define RUDA_QUOTA_AUTO (UINT64_MAX - 1)
+#define RUDA_QUOTA_AUTO_CLIENT_SHARE 2 /* per client: 1/2 of the heap */
+#define RUDA_QUOTA_AUTO_UID_SHARE 4     /* per uid: 3/4 of it (3 * heap / 4) */
 
 /* Priority scheduling (daemon/priority.h): how long lower priorities wait
  * after a higher one's last work, and at most. */

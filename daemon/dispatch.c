@@ -374,7 +374,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		}
 		log_debug("session %llu (uid %u, pid %d): %s", (unsigned long long)s->id, s->uid,
 			  s->pid, ruda__rights_describe(&rights, described, sizeof(described)));
-		/* fixed for the session's life: a reload applies to new clients */
+		/* fixed for the session's life: a reload applies to new clients
+		 * (auto quotas once the device is known, below) */
 		s->quota = rights.max_memory_per_client == RUDA_UNLIMITED
 				   ? 0 : rights.max_memory_per_client;
 		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
@@ -394,6 +395,12 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->device = ctx->devices[device_index];
+	/* auto: a share of the heap buffers come from, leaving room for others */
+	uint64_t heap = s->device->allocator.heap_size;
+	if (s->quota == RUDA_QUOTA_AUTO)
+		s->quota = heap / RUDA_QUOTA_AUTO_CLIENT_SHARE;
+	if (s->uid_quota == RUDA_QUOTA_AUTO)
+		s->uid_quota = heap - heap / RUDA_QUOTA_AUTO_UID_SHARE;
 	int fd;
 	char why[320];
 	ruda_status arena_status = open_arena(s, h, &fd, why, sizeof(why));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -234,6 +235,89 @@ START_TEST(hung_launch_shows_busy)
 }
 END_TEST
 
+/* In a child: as uid/gid 65534, connect, write `size` random bytes into a
+ * new buffer and read them back; exit 0 when byte-exact. */
+static int other_user_round_trip(const struct test_daemon *d, uint64_t size)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "other"};
+		ruda_client *c = NULL;
+		if (ruda_client_connect(&o, &c) != RUDA_OK)
+			_exit(3);
+		uint8_t *data = malloc(size), *back = malloc(size);
+		test_fill_random(data, size, 65534);
+		ruda_handle h;
+		if (ruda_client_create(c, data, size, &h) != RUDA_OK ||
+		    ruda_client_read_one(c, h, back) != RUDA_OK)
+			_exit(4);
+		_exit(memcmp(data, back, size) == 0 ? 0 : 5);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * With the default quotas (auto: half the device's heap per client, three
+ * quarters per uid), a client allocating until refused gets
+ * RUDA_ERROR_QUOTA long before the heap runs out; a second client of the
+ * same uid gets the uid's rest, and another user still finds room and
+ * reads its bytes back exactly.
+ */
+START_TEST(default_quotas_leave_room_for_others)
+{
+	struct test_daemon d;
+	const char *args[] = {"--set", "socket_mode=0666", NULL};
+	if (geteuid() != 0)
+		return; /* the other user needs setresuid */
+	test_daemon_start(&d, args);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0); /* the other user reaches the socket */
+	ruda_client *greedy = test_connect(&d, "greedy");
+	ruda_device_properties p;
+	ruda_client_properties(greedy, &p);
+	uint64_t heap = p.device_local_bytes, chunk = heap / 16;
+	enum { MAX = 64 };
+	ruda_handle h[MAX];
+	int n = 0;
+	ruda_status st;
+	while ((st = ruda_client_try_empty(greedy, chunk, &h[n])) == RUDA_OK && n < MAX - 1)
+		n++;
+	expect_error(greedy, st, RUDA_ERROR_QUOTA, "quota");
+	/* refused at its half of the heap, not by the driver when it is full */
+	ck_assert_int_eq(n, 8);
+	ruda_memory_usage u;
+	ck_assert_status(ruda_client_memory_usage(greedy, &u), RUDA_OK);
+	ck_assert_uint_eq(u.quota, heap / 2);
+
+	/* a second client of the same uid: the uid's three quarters */
+	ruda_client *greedy2 = test_connect(&d, "greedy too");
+	int n2 = 0;
+	while ((st = ruda_client_try_empty(greedy2, chunk, &h[n + n2])) == RUDA_OK &&
+	       n + n2 < MAX - 1)
+		n2++;
+	expect_error(greedy2, st, RUDA_ERROR_QUOTA, "quota");
+	ck_assert_int_eq(n + n2, 12);
+
+	/* the last quarter is another user's */
+	ck_assert_int_eq(other_user_round_trip(&d, chunk), 0);
+	/* and the greedy clients still work within their shares */
+	uint8_t data[4096], back[4096];
+	test_fill_random(data, sizeof(data), 7);
+	ck_assert_status(ruda_client_release(greedy, h[0]), RUDA_OK);
+	ruda_handle small;
+	ck_assert_status(ruda_client_create(greedy, data, sizeof(data), &small), RUDA_OK);
+	ck_assert_status(ruda_client_read_one(greedy, small, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+	ruda_client_close(greedy2);
+	ruda_client_close(greedy);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hang");
@@ -242,6 +326,7 @@ int main(void)
 	tcase_add_test(tc, endless_kernel_times_out_and_device_recovers);
 	tcase_add_test(tc, sigterm_ends_rudad_during_an_endless_kernel);
 	tcase_add_test(tc, hung_launch_shows_busy);
+	tcase_add_test(tc, default_quotas_leave_room_for_others);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

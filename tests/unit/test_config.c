@@ -65,8 +65,9 @@ START_TEST(defaults)
 	ck_assert(!c.force_checked_launches);
 	ck_assert(c.export_memory);
 	ck_assert_uint_eq(c.allowed_users.count, 0);
-	ck_assert(c.max_memory_per_client == RUDA_UNLIMITED);
-	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
+	/* a share of the device's heap, so that one client leaves room */
+	ck_assert(c.max_memory_per_client == RUDA_QUOTA_AUTO);
+	ck_assert(c.max_memory_per_uid == RUDA_QUOTA_AUTO);
 	ck_assert(c.max_staging_per_client == RUDA_UNLIMITED);
 	ck_assert(c.max_staging_per_uid == ruda__config_default_staging_per_uid());
 	ck_assert_uint_eq(c.set, 0);
