@@ -425,11 +425,16 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 	c->max_buffers = ctx->max_handles;
 	struct ruda_rights rights;
 	rights_of(t, &rights);
-	c->quota_bytes = rights.max_memory_per_client == RUDA_UNLIMITED
-				 ? 0
+	/* auto: the share of the heap the session was given at Hello */
+	c->quota_bytes = rights.max_memory_per_client == RUDA_UNLIMITED ? 0
+			 : rights.max_memory_per_client == RUDA_QUOTA_AUTO
+				 ? t->quota
 				 : rights.max_memory_per_client;
-	c->quota_uid_bytes =
-		rights.max_memory_per_uid == RUDA_UNLIMITED ? 0 : rights.max_memory_per_uid;	c->priority = t->priority;
+	c->quota_uid_bytes = rights.max_memory_per_uid == RUDA_UNLIMITED ? 0
+			     : rights.max_memory_per_uid == RUDA_QUOTA_AUTO
+				     ? t->uid_quota
+				     : rights.max_memory_per_uid;
+	c->priority = t->priority;
 }
 
 static void admin_clients(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
