@@ -152,6 +152,14 @@ static uint64_t uptime_ms(void)
 	return now_ms > start_ms ? now_ms - start_ms : 0;
 }
 
+/* A session's device time, with its submission running now so far: a
+ * launch that runs long (or never ends) shows as busy while it runs. */
+static uint64_t session_gpu_time(const struct ruda_session *s)
+{
+	uint64_t owner, running = s->device ? ruda__device_running_ns(s->device, &owner) : 0;
+	return s->usage.gpu_time_ns + (running && owner == s->id ? running : 0);
+}
+
 /* What the sessions of one device add up to. */
 struct device_usage {
 	uint32_t clients, arenas, arenas_imported;
@@ -171,7 +179,7 @@ static struct device_usage *usage_by_device(struct ruda_session_context *ctx)
 			continue;
 		struct device_usage *d = &u[s->device->index];
 		d->clients++;
-		d->gpu_time_ns += s->usage.gpu_time_ns;
+		d->gpu_time_ns += session_gpu_time(s);
 		if (s->arena) {
 			d->arenas++;
 			d->arena_bytes += s->arena->size;
@@ -258,7 +266,7 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->gpu_time_ns = u->gpu_time_ns;
 	m->physical_index = d->physical_index;
 	m->type_index = d->type_index;
-	m->busy_ns = d->busy_ns;
+	m->busy_ns = ruda__device_busy_ns(d);
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */
@@ -405,7 +413,7 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 	c->bytes_uploaded = t->usage.bytes_uploaded;
 	c->bytes_downloaded = t->usage.bytes_downloaded;
 	c->kernels_registered = t->usage.kernels_registered;
-	c->gpu_time_ns = t->usage.gpu_time_ns;
+	c->gpu_time_ns = session_gpu_time(t);
 	c->arena_size = t->arena ? t->arena->size : ctx->arena_size;
 	c->arena_imported = t->arena && t->arena->state == RUDA_ARENA_ATTACHED;
 	c->client_arena = t->arena && t->arena->client;
@@ -417,11 +425,16 @@ static void fill_client(Ruda__AdminClient *c, const struct ruda_session *t, uint
 	c->max_buffers = ctx->max_handles;
 	struct ruda_rights rights;
 	rights_of(t, &rights);
-	c->quota_bytes = rights.max_memory_per_client == RUDA_UNLIMITED
-				 ? 0
+	/* auto: the share of the heap the session was given at Hello */
+	c->quota_bytes = rights.max_memory_per_client == RUDA_UNLIMITED ? 0
+			 : rights.max_memory_per_client == RUDA_QUOTA_AUTO
+				 ? t->quota
 				 : rights.max_memory_per_client;
-	c->quota_uid_bytes =
-		rights.max_memory_per_uid == RUDA_UNLIMITED ? 0 : rights.max_memory_per_uid;	c->priority = t->priority;
+	c->quota_uid_bytes = rights.max_memory_per_uid == RUDA_UNLIMITED ? 0
+			     : rights.max_memory_per_uid == RUDA_QUOTA_AUTO
+				     ? t->uid_quota
+				     : rights.max_memory_per_uid;
+	c->priority = t->priority;
 }
 
 static void admin_clients(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)

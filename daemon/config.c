@@ -154,6 +154,9 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_EXCLUSIVE_SHARE] = {.name = "exclusive_share", .type = T_COUNT,
 					 .offset = F(exclusive_share), .min = 1, .max = 100,
 					 .reload = true},
+	[RUDA_CONFIG_STOP_TIMEOUT_MS] = {.name = "stop_timeout_ms", .type = T_COUNT,
+					 .offset = F(stop_timeout_ms), .min = 0, .max = 3600000,
+					 .reload = true},
 };
 #undef F
 
@@ -208,13 +211,14 @@ void ruda__config_init(struct ruda_config *c)
 	c->max_exclusive_ms = 10000;
 	c->exclusive_share = 50;
 	c->max_requests_in_flight = 1024;
-	c->submission_timeout_ms = 0;
+	c->submission_timeout_ms = RUDA_SUBMISSION_TIMEOUT_MS;
+	c->stop_timeout_ms = RUDA_STOP_TIMEOUT_MS;
 	c->log_level = RUDA_LOG_INFO;
 	c->admin_gid = (gid_t)-1;
 	c->read_only_views = true; /* as ps(1) shows processes to everyone */
 	c->export_memory = true;
-	c->max_memory_per_client = RUDA_UNLIMITED;
-	c->max_memory_per_uid = RUDA_UNLIMITED;
+	c->max_memory_per_client = RUDA_QUOTA_AUTO;
+	c->max_memory_per_uid = RUDA_QUOTA_AUTO;
 	c->max_staging_per_client = RUDA_UNLIMITED;
 	c->max_staging_per_uid = ruda__config_default_staging_per_uid();
 }
@@ -321,6 +325,10 @@ static bool parse_memory(const char *s, uint64_t *out)
 		*out = RUDA_UNLIMITED;
 		return true;
 	}
+	if (strcasecmp(s, "auto") == 0) {
+		*out = RUDA_QUOTA_AUTO;
+		return true;
+	}
 	return parse_size(s, out);
 }
 
@@ -329,6 +337,10 @@ const char *ruda__config_format_size(uint64_t bytes, char *buf, size_t len)
 	static const char suffix[] = "KMGT";
 	if (bytes == RUDA_UNLIMITED) {
 		snprintf(buf, len, "unlimited");
+		return buf;
+	}
+	if (bytes == RUDA_QUOTA_AUTO) {
+		snprintf(buf, len, "auto");
 		return buf;
 	}
 	int unit = -1;
@@ -514,9 +526,15 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 	case T_MEMORY: {
 		uint64_t n;
 		bool ok = info->type == T_SIZE ? parse_size(value, &n) : parse_memory(value, &n);
-		if (!ok) {
+		/* auto is a share of the device's heap: the staging quotas are of
+		 * the host's memory */
+		bool staging = k == RUDA_CONFIG_MAX_STAGING_PER_CLIENT ||
+			       k == RUDA_CONFIG_MAX_STAGING_PER_UID;
+		if (!ok || (staging && n == RUDA_QUOTA_AUTO)) {
 			fail(p, "%s: '%s' is not a size (a number of bytes, with K, M, G or T%s)",
-			     info->name, value, info->type == T_MEMORY ? ", or unlimited" : "");
+			     info->name, value,
+			     info->type != T_MEMORY ? "" : staging ? ", or unlimited"
+								   : ", unlimited or auto");
 			return false;
 		}
 		if (info->max && (n < info->min || n > info->max)) {
@@ -658,8 +676,8 @@ static void section_key(struct parser *p, int section, const char *key, const ch
 	}
 	uint64_t n;
 	if (!parse_memory(value, &n)) {
-		fail(p, "%s: '%s' is not a size (a number of bytes, with K, M, G or T, or "
-			"unlimited)", key, value);
+		fail(p, "%s: '%s' is not a size (a number of bytes, with K, M, G or T, "
+			"unlimited or auto)", key, value);
 		return;
 	}
 	if (section == SECTION_DISCARD)

@@ -21,6 +21,12 @@
 
 /* A memory limit that is not one. */
 #define RUDA_UNLIMITED UINT64_MAX
+/* max_memory_per_client/uid = auto (the default): a share of the heap of
+ * the device the client connects to, so that no one client (or user)
+ * can take all of it and others still find room. */
+#define RUDA_QUOTA_AUTO (UINT64_MAX - 1)
+#define RUDA_QUOTA_AUTO_CLIENT_SHARE 2 /* per client: 1/2 of the heap */
+#define RUDA_QUOTA_AUTO_UID_SHARE 4     /* per uid: 3/4 of it (3 * heap / 4) */
 
 /* Priority scheduling (daemon/priority.h): how long lower priorities wait
  * after a higher one's last work, and at most. */
@@ -30,6 +36,18 @@
 /* How long freed large buffers' device memory is kept for reuse
  * (daemon/memory.c). */
 #define RUDA_FREED_MEMORY_KEEP_MS 10000u
+
+/* A submission that makes no progress for this long fails with
+ * RUDA_ERROR_TIMEOUT and the device is re-created for the other clients
+ * (daemon/recovery.c): one client's endless kernel cannot hold the device.
+ * Lavapipe computes 16 MiB fills at ~1 GB/s on one core, so a legitimate
+ * submission of a few seconds still fits. */
+#define RUDA_SUBMISSION_TIMEOUT_MS 10000u
+/* How long a stop may take: after it rudad exits with
+ * RUDA_EXIT_STOP_TIMEOUT even though a driver thread has not returned.
+ * systemd/rudad.service's TimeoutStopSec= is above it. */
+#define RUDA_STOP_TIMEOUT_MS 5000u
+#define RUDA_EXIT_STOP_TIMEOUT 3
 
 /* The top-level keys, in the order rudad.conf(5) documents them. */
 enum ruda_config_key {
@@ -68,6 +86,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_EXCLUSIVE_GROUPS,
 	RUDA_CONFIG_MAX_EXCLUSIVE_MS,
 	RUDA_CONFIG_EXCLUSIVE_SHARE,
+	RUDA_CONFIG_STOP_TIMEOUT_MS,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -100,6 +119,9 @@ struct ruda_config {
 	uint32_t max_clients;
 	uint32_t max_requests_in_flight; /* per client */
 	uint32_t submission_timeout_ms;  /* 0: none */
+	/* how long a stop (SIGTERM) may take before rudad exits anyway with
+	 * RUDA_EXIT_STOP_TIMEOUT (device work that does not end); 0: no limit */
+	uint32_t stop_timeout_ms;
 	int log_level;                   /* enum ruda_log_level */
 	char *cache_directory;           /* owned; NULL until resolved */
 

@@ -182,8 +182,8 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 	uv_async_send(&d->async);
 	log_error("device %u: %s", d->index,
 		  status == RUDA_ERROR_TIMEOUT
-			  ? "a submission ran past the time limit; its work is lost until rudad "
-			    "restarts"
+			  ? "a submission ran past the time limit; the device is re-created "
+			    "for the other clients"
 			  : "device lost; its work is lost");
 }
 
@@ -296,16 +296,38 @@ static void on_watchdog(uv_timer_t *timer)
 	}
 	if (!d->submission_timeout_ns || (now - d->watch_since) * 1000000u <= d->submission_timeout_ns)
 		return;
+	/* the oldest submission in flight is the one that stopped: the queue
+	 * runs them in order */
+	d->timed_out_owner = d->inflight->owner;
+	log_warn("device %u: session %llu's submission made no progress for %llu ms", d->index,
+		 (unsigned long long)d->timed_out_owner,
+		 (unsigned long long)(d->submission_timeout_ns / 1000000u));
 	declare_lost(d, VK_ERROR_DEVICE_LOST, RUDA_ERROR_TIMEOUT);
 	ruda__device_process_completions(d);
 	if (d->on_progress)
 		d->on_progress(d->progress_data);
 }
 
+static struct ruda_device *abandoned_list; /* reachable: not leaks at exit */
+
 static void on_async(uv_async_t *async)
 {
 	struct ruda_device *d = async->data;
 	ruda__device_process_completions(d);
+	if (d->abandoned) {
+		/* the work that would not end has ended after all */
+		if (atomic_load(&d->completed) < d->submitted)
+			return;
+		for (struct ruda_device **l = &abandoned_list; *l; l = &(*l)->abandoned_next)
+			if (*l == d) {
+				*l = d->abandoned_next;
+				break;
+			}
+		log_notice("device %u: the timed-out work of a replaced device has ended; "
+			   "its memory is freed", d->index);
+		ruda__device_destroy(d);
+		return;
+	}
 	if (d->on_progress)
 		d->on_progress(d->progress_data);
 }
@@ -416,6 +438,7 @@ struct ruda_submission *ruda__submission_begin(struct ruda_device *d)
 		}
 	}
 	sub->next = NULL;
+	sub->owner = 0;
 	sub->waiters = NULL;
 	sub->waiters_tail = &sub->waiters;
 	VkCommandBufferBeginInfo begin = {
@@ -574,7 +597,12 @@ void ruda__device_process_completions(struct ruda_device *d)
 		}
 		if (ok)
 			d->busy_ns += sub->gpu_ns;
-		submission_run_waiters(sub, ok ? RUDA_OK : failure);
+		/* after a timeout only the guilty session's work timed out; the
+		 * others' is lost with the device that is replaced */
+		int status = failure;
+		if (failure == RUDA_ERROR_TIMEOUT && sub->owner != d->timed_out_owner)
+			status = RUDA_ERROR_DEVICE_LOST;
+		submission_run_waiters(sub, ok ? RUDA_OK : status);
 		if (ok) {
 			submission_release_refs(sub);
 			submission_recycle(sub);
@@ -597,6 +625,54 @@ void ruda__device_process_completions(struct ruda_device *d)
 		submission_release_refs(sub);
 		submission_recycle(sub);
 	}
+}
+
+uint64_t ruda__device_running_ns(const struct ruda_device *d, uint64_t *owner)
+{
+	const struct ruda_submission *sub = d->inflight;
+	if (owner)
+		*owner = sub ? sub->owner : 0;
+	if (!sub || atomic_load(&d->lost))
+		return 0;
+	/* the same start process_completions counts from on completion */
+	uint64_t now = loop_now_ns();
+	uint64_t start = sub->submitted_ns > d->last_completion_ns ? sub->submitted_ns
+								      : d->last_completion_ns;
+	return now > start ? now - start : 0;
+}
+
+uint64_t ruda__device_busy_ns(const struct ruda_device *d)
+{
+	return d->busy_ns + ruda__device_running_ns(d, NULL);
+}
+
+bool ruda__device_idle(struct ruda_device *d)
+{
+	uint64_t value = 0;
+	if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) != VK_SUCCESS)
+		return false;
+	return value >= d->submitted;
+}
+
+void ruda__device_abandon(struct ruda_device *d)
+{
+	log_warn("device %u: its timed-out work still runs; the replaced device and the memory "
+		 "that work uses are kept until it ends (or rudad stops)", d->index);
+	d->abandoned = true;
+	d->on_progress = NULL;
+	uv_timer_stop(&d->watchdog);
+	uv_unref((uv_handle_t *)&d->async);
+	d->abandoned_next = abandoned_list;
+	abandoned_list = d;
+	/* the completion thread keeps waiting: its work ending wakes on_async */
+}
+
+unsigned ruda__device_abandoned_count(void)
+{
+	unsigned n = 0;
+	for (struct ruda_device *d = abandoned_list; d; d = d->abandoned_next)
+		n++;
+	return n;
 }
 
 /* After the device is idle (or gone): free what failed submissions held. */
@@ -918,6 +994,9 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	d->async.data = d;
 	uv_timer_init(loop, &d->watchdog);
 	d->watchdog.data = d;
+	/* progress is measured from now: a device re-created while the loop
+	 * has run for longer than the limit must not time out its first work */
+	d->watch_since = uv_now(loop);
 	uv_timer_start(&d->watchdog, on_watchdog, WATCHDOG_PERIOD_MS, WATCHDOG_PERIOD_MS);
 	uv_unref((uv_handle_t *)&d->watchdog);
 	ruda__deferred_free_init(&d->frees, loop);

@@ -41,6 +41,7 @@ struct ruda_submission {
 	uint64_t host_bytes; /* copied between host memory and the device */
 	int32_t query_pair; /* timestamps around it, or -1 */
 	uint64_t submitted_ns; /* uv_hrtime() at submission */
+	uint64_t owner;        /* id of the session whose work it is; 0: none */
 	uint64_t gpu_ns;    /* device time it took, once complete */
 	struct ruda_ref **refs; /* owned references, dropped on completion */
 	size_t nrefs, refs_cap;
@@ -103,6 +104,11 @@ struct ruda_device {
 	_Atomic int lost;        /* a VkResult once the device has failed */
 	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
 	uint64_t submission_timeout_ns; /* no progress for this long: failed */
+	uint64_t timed_out_owner;       /* the session whose submission timed out */
+	/* given up after a timeout: its work may never end, so nothing it
+	 * may touch is freed; destroyed once the work has ended after all */
+	bool abandoned;
+	struct ruda_device *abandoned_next;
 	uv_timer_t watchdog;            /* loop: looks for work that stopped */
 	uint64_t watch_done, watch_since;
 	uv_async_t async;
@@ -168,6 +174,23 @@ int ruda__submission_submit(struct ruda_submission *sub);
 /* Throw away a recording that will never be submitted; waiters see
  * `status`. */
 void ruda__submission_discard(struct ruda_submission *sub, int status);
+
+/* Replace a device whose work may never end (a timeout): it is taken off
+ * the loop's books (no watchdog, no progress callback, the loop may exit
+ * without it) and kept with everything its submissions hold; once its work
+ * ends it is destroyed. Loop thread. */
+void ruda__device_abandon(struct ruda_device *device);
+/* Devices abandoned whose work still runs. */
+unsigned ruda__device_abandoned_count(void);
+/* Whether everything submitted has completed (asks the driver). */
+bool ruda__device_idle(struct ruda_device *device);
+
+/* Device time of the submission running now, counted from its start (or
+ * the previous completion) so far; 0 when none runs. *owner (optional):
+ * its session's id. How busy a device is shows while a launch runs. */
+uint64_t ruda__device_running_ns(const struct ruda_device *device, uint64_t *owner);
+/* busy_ns with the running submission's time so far. */
+uint64_t ruda__device_busy_ns(const struct ruda_device *device);
 
 /* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
  * once it has failed, else RUDA_OK. */

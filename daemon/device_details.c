@@ -172,13 +172,17 @@ double ruda__device_recent_utilization(struct ruda_device *d, uint64_t *window_n
 		x->sample_busy_ns = 0;
 	}
 	if (now - x->sample_ns >= UTILIZATION_WINDOW_NS) {
-		uint64_t span = now - x->sample_ns, busy = d->busy_ns - x->sample_busy_ns;
+		/* the running submission counts so far (a hung launch shows
+		 * busy); its time on completion may differ a little */
+		uint64_t total = ruda__device_busy_ns(d);
+		uint64_t span = now - x->sample_ns;
+		uint64_t busy = total > x->sample_busy_ns ? total - x->sample_busy_ns : 0;
 		x->recent = span ? (double)busy / (double)span : 0;
 		if (x->recent > 1)
 			x->recent = 1; /* submissions overlap on several queues */
 		x->window_ns = span;
 		x->sample_ns = now;
-		x->sample_busy_ns = d->busy_ns;
+		x->sample_busy_ns = total;
 	}
 	*window_ns = x->window_ns;
 	return x->recent;

@@ -85,7 +85,7 @@ void ruda__handle_utilization(struct ruda_session *s, const Ruda__Request *req)
 	struct ruda_device *d = s->device;
 	uint64_t usage[16], budget[16];
 	Ruda__UtilizationReply ur = RUDA__UTILIZATION_REPLY__INIT;
-	ur.busy_ns = d->busy_ns;
+	ur.busy_ns = ruda__device_busy_ns(d);
 	uint64_t now = uv_hrtime();
 	ur.uptime_ns = now > d->opened_ns ? now - d->opened_ns : 0;
 	ur.recent = ruda__device_recent_utilization(d, &ur.window_ns);

@@ -103,6 +103,16 @@ static ruda_status first_buffer_error(struct ruda_session *s, const uint64_t *id
 
 static void export_now(struct ruda_session *s, uint64_t request, uint64_t id);
 
+/* Why the work a reply waited for failed. */
+static const char *failure_reason(int status)
+{
+	if (status == RUDA_ERROR_TIMEOUT)
+		return "a submission ran past the time limit (submission_timeout_ms)";
+	if (status == RUDA_ERROR_DEVICE_LOST)
+		return "the device was lost or reset; this connection's work on it is gone";
+	return "the device failed";
+}
+
 static void reply_waiter_done(struct ruda_waiter *base, int status)
 {
 	struct reply_waiter *w = (struct reply_waiter *)base;
@@ -121,14 +131,15 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 			reply.profile = &pr;
 			ruda__session_reply(s, &reply);
 		} else if (s && s->state != RUDA_SESSION_DEAD) {
-			ruda__session_reply_status(s, w->request, status, "the device failed");
+			ruda__session_reply_status(s, w->request, status, "%s",
+						   failure_reason(status));
 		}
 		goto out;
 	}
 	if (!s || s->state == RUDA_SESSION_DEAD)
 		goto out;
 	if (status != RUDA_OK) {
-		ruda__session_reply_status(s, w->request, status, "the device failed");
+		ruda__session_reply_status(s, w->request, status, "%s", failure_reason(status));
 		goto out;
 	}
 	const char *why = "";
@@ -369,7 +380,8 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		}
 		log_debug("session %llu (uid %u, pid %d): %s", (unsigned long long)s->id, s->uid,
 			  s->pid, ruda__rights_describe(&rights, described, sizeof(described)));
-		/* fixed for the session's life: a reload applies to new clients */
+		/* fixed for the session's life: a reload applies to new clients
+		 * (auto quotas once the device is known, below) */
 		s->quota = rights.max_memory_per_client == RUDA_UNLIMITED
 				   ? 0 : rights.max_memory_per_client;
 		s->uid_quota = rights.max_memory_per_uid == RUDA_UNLIMITED
@@ -391,6 +403,12 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->device = ctx->devices[device_index];
+	/* auto: a share of the heap buffers come from, leaving room for others */
+	uint64_t heap = s->device->allocator.heap_size;
+	if (s->quota == RUDA_QUOTA_AUTO)
+		s->quota = heap / RUDA_QUOTA_AUTO_CLIENT_SHARE;
+	if (s->uid_quota == RUDA_QUOTA_AUTO)
+		s->uid_quota = heap - heap / RUDA_QUOTA_AUTO_UID_SHARE;
 	int fd;
 	char why[320];
 	ruda_status arena_status = open_arena(s, h, &fd, why, sizeof(why));

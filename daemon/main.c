@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -315,6 +316,32 @@ static void reload(struct daemon *d)
 	notify_status(d, "READY=1");
 }
 
+/* The stop took longer than stop_timeout_ms: a thread is stuck in the
+ * driver (device work that does not end, with no submission timeout to
+ * replace the device). The socket is already gone and the clients were
+ * told; exit without waiting (async-signal-safe only). */
+static void on_stop_timeout(int signum)
+{
+	(void)signum;
+	static const char msg[] = "rudad: the stop did not finish within stop_timeout_ms (device "
+				  "work still running); exiting without waiting for it\n";
+	ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
+	_exit(RUDA_EXIT_STOP_TIMEOUT);
+}
+
+/* Bound the stop: a timer signal, which fires whatever thread is stuck. */
+static void arm_stop_timeout(uint32_t ms)
+{
+	if (!ms)
+		return;
+	struct sigaction sa = {.sa_handler = on_stop_timeout};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval t = {.it_value = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000}};
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
 static void on_signal(uv_signal_t *handle, int signum)
 {
 	struct daemon *d = handle->data;
@@ -326,6 +353,7 @@ static void on_signal(uv_signal_t *handle, int signum)
 	}
 	d->stopping = 1;
 	log_notice("%s: shutting down", strsignal(signum));
+	arm_stop_timeout(d->config.stop_timeout_ms);
 	sd_notify(0, "STOPPING=1\nSTATUS=Shutting down");
 	ruda__server_shutdown(&d->server);
 	uv_close((uv_handle_t *)&d->sigint, NULL);
@@ -568,6 +596,18 @@ out_devices:
 	ruda__device_set_close(&d.devices);
 	uv_run(d.loop, UV_RUN_DEFAULT); /* let closed handles finish */
 	ruda__device_set_free(&d.devices);
+	if (ruda__device_abandoned_count()) {
+		/* a timed-out kernel still runs in a driver thread of a replaced
+		 * device: destroying the instance (or exit's handlers) would wait
+		 * for it forever */
+		log_warn("%u replaced device%s still running timed-out work: exiting without "
+			 "releasing %s", ruda__device_abandoned_count(),
+			 ruda__device_abandoned_count() == 1 ? "" : "s",
+			 ruda__device_abandoned_count() == 1 ? "it" : "them");
+		ruda__config_finish(&d.config);
+		ruda__config_finish(&d.cli);
+		_exit(rc);
+	}
 	ruda__vulkan_finish(&d.vulkan);
 	uv_loop_close(d.loop);
 	ruda__config_finish(&d.config);

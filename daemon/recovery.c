@@ -28,16 +28,40 @@ int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t ind
 		if (s && s->device == d)
 			list[n++] = s;
 	}
+	bool timeout = ruda__device_failure(d) == RUDA_ERROR_TIMEOUT;
 	for (size_t i = 0; i < n; i++) {
 		struct ruda_session *s = list[i];
-		log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u was lost",
-			   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
 		/* id 0 answers no request: libruda takes it as the reason the
 		 * connection ends, and reports it from then on */
-		ruda__session_reply_status(s, 0, RUDA_ERROR_DEVICE_LOST,
-					   "device %u (%s) was lost: this connection's buffers and "
-					   "kernels are gone; connect again to use the re-created device",
-					   index, d->props.deviceName);
+		if (timeout && s->id == d->timed_out_owner) {
+			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: its submission ran "
+				   "past submission_timeout_ms", (unsigned long long)s->id, s->uid,
+				   s->pid, s->name);
+			ruda__session_reply_status(
+				s, 0, RUDA_ERROR_TIMEOUT,
+				"a submission of this connection ran past the time limit "
+				"(submission_timeout_ms = %llu) on device %u (%s); the connection is "
+				"closed and its buffers and kernels are gone",
+				(unsigned long long)(d->submission_timeout_ns / 1000000u), index,
+				d->props.deviceName);
+		} else if (timeout) {
+			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u is "
+				   "re-created after another session's timeout",
+				   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
+			ruda__session_reply_status(
+				s, 0, RUDA_ERROR_DEVICE_LOST,
+				"device %u (%s) was reset: another client's submission ran past the "
+				"time limit; this connection's buffers and kernels are gone; connect "
+				"again to use the re-created device", index, d->props.deviceName);
+		} else {
+			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u was lost",
+				   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
+			ruda__session_reply_status(
+				s, 0, RUDA_ERROR_DEVICE_LOST,
+				"device %u (%s) was lost: this connection's buffers and kernels are "
+				"gone; connect again to use the re-created device",
+				index, d->props.deviceName);
+		}
 		ruda__session_destroy(s);
 	}
 	free(list);
@@ -52,9 +76,9 @@ int ruda__recovery_tick(struct ruda_session_context *ctx)
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
 		struct ruda_device *d = ctx->devices[i];
 		uint64_t bit = 1ull << (i % 64);
-		/* a timeout keeps the device failed: the work may still run */
-		if ((ctx->recreate_failed & bit) ||
-		    ruda__device_failure(d) != RUDA_ERROR_DEVICE_LOST)
+		/* a timeout too: the device is replaced, and the old one kept
+		 * while its work may still run (ruda__device_recreate) */
+		if ((ctx->recreate_failed & bit) || ruda__device_failure(d) == RUDA_OK)
 			continue;
 		/* fail what is in flight now, before its sessions go */
 		ruda__device_process_completions(d);
@@ -82,7 +106,39 @@ static int physical_index(const struct ruda_vulkan *vk, const struct ruda_device
 	for (uint32_t i = 0; i < vk->nphysical; i++)
 		if (vk->physical[i] == d->physical)
 			return (int)i;
-	return -1;
+	/* a device re-created on an instance of its own (below): the same
+	 * enumeration order */
+	return d->physical_index < vk->nphysical ? (int)d->physical_index : -1;
+}
+
+/* Instances opened for devices that replace abandoned ones; kept until
+ * rudad exits (reachable, so not reported as leaks). */
+struct own_instance {
+	struct ruda_vulkan vk;
+	struct own_instance *next;
+};
+static struct own_instance *own_instances;
+
+/* A Vulkan instance for a device that replaces one whose work never ends.
+ * Drivers keep state per physical device within an instance (lavapipe: one
+ * compute thread pool, whose dispatches wait behind the endless one), so a
+ * new VkDevice on the same instance may never run either; a new instance
+ * gets fresh driver state. NULL: use the shared one. */
+static struct ruda_vulkan *fresh_instance(const struct ruda_vulkan *shared)
+{
+	struct own_instance *o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	if (ruda__vulkan_init(&o->vk) < 0 || o->vk.nphysical != shared->nphysical) {
+		if (o->vk.instance)
+			ruda__vulkan_finish(&o->vk);
+		free(o);
+		return NULL;
+	}
+	o->vk.no_export = shared->no_export;
+	o->next = own_instances;
+	own_instances = o;
+	return &o->vk;
 }
 
 int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
@@ -98,9 +154,17 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	int physical = physical_index(slot->vulkan, old);
 	if (physical < 0)
 		return -ENODEV;
+	/* work that ran past the limit may never end (a kernel that loops
+	 * forever): waiting for the device to go idle would hang the loop, so
+	 * the old device is abandoned, and the new one gets an instance of
+	 * its own */
+	bool timed_out = ruda__device_failure(old) == RUDA_ERROR_TIMEOUT;
+	bool abandon = timed_out && !ruda__device_idle(old);
+	struct ruda_vulkan *vk = abandon ? fresh_instance(slot->vulkan) : NULL;
 	/* the new device first: if it cannot be opened, the old one stays */
 	struct ruda_device *fresh;
-	int err = ruda__device_create(slot->vulkan, (uint32_t)physical, index, ctx->loop, &fresh);
+	int err = ruda__device_create(vk ? vk : slot->vulkan, (uint32_t)physical, index, ctx->loop,
+				      &fresh);
 	if (err < 0)
 		return err;
 	uv_unref((uv_handle_t *)&fresh->async);
@@ -121,7 +185,10 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	ruda__pipeline_registry_finish(slot->pipelines);
 	ruda__arena_pool_finish(pool);
 	old->on_progress = NULL;
-	ruda__device_destroy(old);
+	if (abandon)
+		ruda__device_abandon(old);
+	else
+		ruda__device_destroy(old);
 
 	ctx->devices[index] = fresh;
 	*slot->device = fresh;
@@ -134,7 +201,7 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 		slot->saver->saved_compiled = 0;
 	}
 	ruda__arena_pool_init(pool, ctx->loop, fresh, ctx->arena_size);
-	log_notice("device %u: re-created after a device loss (%s)", index,
-		   fresh->props.deviceName);
+	log_notice("device %u: re-created after %s (%s)", index,
+		   timed_out ? "a submission timeout" : "a device loss", fresh->props.deviceName);
 	return err;
 }

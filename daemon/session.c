@@ -528,6 +528,7 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 {
 	struct ruda_session *s = data;
 	s->usage.submissions++;
+	sub->owner = s->id; /* whose work timed out, if it does */
 	if (first_write && pending_push(s, sub->value, first_write) < 0) {
 		/* out of memory: fold it into one coarser entry, which holds
 		 * progress back until everything it covers is done */

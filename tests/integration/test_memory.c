@@ -14,7 +14,11 @@ static ruda_client *client;
 
 static void setup(void)
 {
-	test_daemon_start(&daemon_, NULL);
+	/* these fill the device's heap to see the driver's verdicts: no
+	 * quota (the default is a share of the heap; test_hang checks it) */
+	const char *args[] = {"--set", "max_memory_per_client=unlimited", "--set",
+			      "max_memory_per_uid=unlimited", NULL};
+	test_daemon_start(&daemon_, args);
 	client = test_connect(&daemon_, "test_memory");
 }
 

@@ -57,13 +57,17 @@ START_TEST(defaults)
 	ck_assert_ptr_null(c.socket_group);
 	ck_assert_uint_eq(c.arena_size, 16u << 20);
 	ck_assert_uint_eq(c.max_clients, 1024);
+	/* one client's endless kernel cannot hold the device, nor a stop */
+	ck_assert_uint_eq(c.submission_timeout_ms, 10000);
+	ck_assert_uint_eq(c.stop_timeout_ms, 5000);
 	ck_assert_int_eq(c.log_level, RUDA_LOG_INFO);
 	ck_assert(c.read_only_views);
 	ck_assert(!c.force_checked_launches);
 	ck_assert(c.export_memory);
 	ck_assert_uint_eq(c.allowed_users.count, 0);
-	ck_assert(c.max_memory_per_client == RUDA_UNLIMITED);
-	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
+	/* a share of the device's heap, so that one client leaves room */
+	ck_assert(c.max_memory_per_client == RUDA_QUOTA_AUTO);
+	ck_assert(c.max_memory_per_uid == RUDA_QUOTA_AUTO);
 	ck_assert(c.max_staging_per_client == RUDA_UNLIMITED);
 	ck_assert(c.max_staging_per_uid == ruda__config_default_staging_per_uid());
 	ck_assert_uint_eq(c.set, 0);
@@ -112,6 +116,7 @@ START_TEST(good_file)
 		"exclusive_groups = root\n"
 		"max_exclusive_ms = 2000\n"
 		"exclusive_share = 25\n"
+		"stop_timeout_ms = 2500\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -154,7 +159,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 40);
+	ck_assert_uint_eq(c.quotas[0].line, 41);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
@@ -168,6 +173,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.exclusive_groups.count, 1);
 	ck_assert_uint_eq(c.max_exclusive_ms, 2000);
 	ck_assert_uint_eq(c.exclusive_share, 25);
+	ck_assert_uint_eq(c.stop_timeout_ms, 2500);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);
