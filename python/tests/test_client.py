@@ -360,3 +360,18 @@ def test_introspection(client):
     assert stats["sessions"] >= 1
     assert 0.0 <= client.utilization()["recent"] <= 1.0
     assert "closed" not in repr(client)
+
+
+def test_workers_example(daemon):
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "examples", "workers.py")
+    r = subprocess.run([sys.executable, example, "--socket", daemon.socket, "--workers", "3",
+                        "--rounds", "3", "--size", "1000"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("worker ")]
+    assert len(lines) == 3 and all("all correct" in line for line in lines), r.stdout
+    assert "worker-2" in r.stdout  # rudactl clients listed them
+    assert "3 workers, all results correct" in r.stdout
