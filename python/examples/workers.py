@@ -57,10 +57,13 @@ def worker(index, socket, spirv, rounds, size, connected, shown):
                     wrong += not np.array_equal(client.read(out), a + b)
         wall = time.perf_counter() - t0
         shown.wait()  # stay connected until the parent has listed the clients
-        print("worker %d: pid %d, session %d: %d launches of %d floats, %s, %.0f ms "
-              "(profile window %.1f ms)" % (index, os.getpid(), client.session_id, rounds, size,
-                                 "all correct" if not wrong else "%d WRONG" % wrong,
-                                 wall * 1e3, gpu.duration_ns / 1e6), flush=True)
+        line = "worker %d: pid %d, session %d: %d launches of %d floats, %s, %.0f ms " \
+            "(profile window %.1f ms)\n" % (
+                index, os.getpid(), client.session_id, rounds, size,
+                "all correct" if not wrong else "%d WRONG" % wrong, wall * 1e3,
+                gpu.duration_ns / 1e6)
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), line.encode())  # one write: lines do not mix
     sys.exit(1 if wrong else 0)
 
 

@@ -351,8 +351,14 @@ class Future:
         self._lock = threading.Lock()
 
     def done(self):
-        with self._lock:
+        # another thread inside result() holds the lock: not over yet, and
+        # done() must not wait for it
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
             return self._ptr is None or bool(_L.ruda_future_poll(self._ptr))
+        finally:
+            self._lock.release()
 
     def _wait(self):
         # with the lock held

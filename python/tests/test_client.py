@@ -375,3 +375,53 @@ def test_workers_example(daemon):
     assert len(lines) == 3 and all("all correct" in line for line in lines), r.stdout
     assert "worker-2" in r.stdout  # rudactl clients listed them
     assert "3 workers, all results correct" in r.stdout
+
+
+def test_tensor_release_frees(client):
+    client.sync()
+    before = client.memory_usage().allocations
+    t = client.create_tensor(np.ones((8, 8), np.float32))
+    assert client.memory_usage().allocations == before + 1
+    t.release()
+    client.sync()
+    assert client.memory_usage().allocations == before
+
+
+def test_future_result_from_two_threads(client):
+    big = np.arange(1 << 20, dtype=np.float64)
+    fut = client.read_async(client.create(big))
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(fut.result())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    fut.done()  # never blocks, whoever waits
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(g is got[0] for g in got)
+    assert np.array_equal(got[0], big)
+
+
+def test_library_lookup_order(tmp_path):
+    import subprocess
+    import sys
+    python_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "import ruda; print(ruda.library_path)"
+    env = dict(os.environ, PYTHONPATH=python_dir)
+    env.pop("RUDA_LIBRARY", None)
+    # from the tree: the in-tree build
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == os.path.join(os.path.dirname(python_dir), "build",
+                                            "libruda.so.0")
+    # $RUDA_LIBRARY first, and a missing one is named
+    env["RUDA_LIBRARY"] = str(tmp_path / "libruda-missing.so")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "libruda-missing.so" in r.stderr and "ImportError" in r.stderr
+    # a copy of the package outside a tree: the dynamic linker's lookup
+    import shutil
+    shutil.copytree(os.path.join(python_dir, "ruda"), tmp_path / "site" / "ruda")
+    env.pop("RUDA_LIBRARY")
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    env["LD_LIBRARY_PATH"] = os.path.join(os.path.dirname(python_dir), "build")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "libruda.so.0", r.stderr
