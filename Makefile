@@ -3,6 +3,7 @@
 #   make            build everything into build/
 #   make run        install missing packages, build, run rudad in the foreground
 #   make check      install missing packages, build, run every test
+#   make check-python  the Python package's tests (python/tests) only
 #   make deps       install the Debian packages the build and tests need
 #   make V=1 ...    show every command instead of one line per file
 
@@ -17,10 +18,10 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C ?= protoc-c
 GLSLC ?= glslc
 
-# procps: kill(1) for the service tests
+# procps: kill(1) for the service tests; python3-*: the Python package's tests
 DEB_PACKAGES := build-essential pkgconf libuv1-dev libprotobuf-c-dev protobuf-c-compiler \
 	libvulkan-dev mesa-vulkan-drivers glslc spirv-tools check valgrind \
-	libsystemd-dev systemd man-db procps
+	libsystemd-dev systemd man-db procps python3-numpy python3-pytest
 
 # one line per file built unless V=1
 V ?= 0
@@ -74,7 +75,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/helper_*.c))
 
-.PHONY: all run check deps clean install uninstall test-unit test-integration
+.PHONY: all run check check-python deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:
 
 RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
@@ -255,7 +256,22 @@ tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@sh tests/run_selftest.sh
-	@BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS)
+	@rc=0; BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS) || rc=$$?; \
+	$(MAKE) --no-print-directory check-python || rc=1; exit $$rc
+
+# The Python package (python/ruda) against this build's libruda and rudad.
+# Debian's interpreter: python3-numpy and python3-pytest are installed for
+# it (another python3 first on PATH may lack them). A sanitizer build's
+# libruda cannot be loaded into an uninstrumented python: skipped there.
+PYTHON ?= /usr/bin/python3
+check-python: all $(BUILD)/tests/shaders/spec_fill.spv
+ifeq ($(SAN),)
+	@echo "python/tests ($(PYTHON) -m pytest)"
+	@RUDA_LIBRARY=$(abspath $(BUILD))/libruda.so.$(SOVERSION) RUDA_BUILD_DIR=$(abspath $(BUILD)) \
+		$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+else
+	@echo "python/tests: skipped in a sanitizer build (SAN=$(SAN))"
+endif
 
 # ---- benchmarks ---------------------------------------------------------
 #
