@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,63 @@ static void launch_dynamic(uint64_t counts, uint64_t offset)
 	l.push_constants.data = (uint8_t *)push;
 	l.push_constants.len = sizeof(push);
 	REQ(launch, LAUNCH, &l);
+}
+
+/* A launch of kernel 1 over buffer 1 with counts x, y, z. */
+static void launch_xyz(uint32_t x, uint32_t y, uint32_t z)
+{
+	Ruda__Launch l = RUDA__LAUNCH__INIT;
+	l.kernel = 1;
+	l.count_x = x;
+	l.count_y = y;
+	l.count_z = z;
+	Ruda__Binding b = RUDA__BINDING__INIT;
+	b.handle = 1;
+	Ruda__Binding *bs[1] = {&b};
+	l.bindings = bs;
+	l.n_bindings = 1;
+	uint32_t push[2] = {1, 64};
+	l.push_constants.data = (uint8_t *)push;
+	l.push_constants.len = sizeof(push);
+	REQ(launch, LAUNCH, &l);
+}
+
+/* KernelRegister of `size` bytes of the arena at DATA (fill.spv's and
+ * whatever follows), with spec constant `spec` = `value` when spec > 0. */
+static void kernel_register_sized(uint64_t kernel, uint64_t size, uint32_t spec, uint32_t value)
+{
+	Ruda__KernelRegister k = RUDA__KERNEL_REGISTER__INIT;
+	k.kernel = kernel;
+	k.arena_offset = DATA;
+	k.size = size;
+	k.entry_point = "main";
+	k.binding_count = 1;
+	k.push_constant_size = 8;
+	Ruda__SpecConstant c = RUDA__SPEC_CONSTANT__INIT;
+	Ruda__SpecConstant *cs[1] = {&c};
+	if (spec) {
+		c.id = spec;
+		c.value.data = (uint8_t *)&value;
+		c.value.len = 4;
+		k.specialization = cs;
+		k.n_specialization = 1;
+	}
+	REQ(kernel_register, KERNEL_REGISTER, &k);
+}
+
+static void throughput_set(const char *key, double value)
+{
+	Ruda__ThroughputSet t = RUDA__THROUGHPUT_SET__INIT;
+	t.key = (char *)key;
+	t.value = value;
+	REQ(throughput_set, THROUGHPUT_SET, &t);
+}
+
+static void throughput_get(const char *key)
+{
+	Ruda__ThroughputGet t = RUDA__THROUGHPUT_GET__INIT;
+	t.key = (char *)key;
+	REQ(throughput_get, THROUGHPUT_GET, &t);
 }
 
 static void handles_req(Ruda__Request__BodyCase c, const uint64_t *handles, size_t n)
@@ -612,6 +670,32 @@ int main(int argc, char **argv)
 	begin(); allocation_mode(2); empty(1, 4096); allocation_mode(1); empty(2, 4096);
 	allocation_mode(0); empty(3, 4096); export_resource(1); export_resource(3);
 	export_resource(9); allocation_mode(7); sync_(); save("allocation_modes");
+	/* the hostile-client classes (docs/reliability.md) */
+	begin(); empty(1, 4096); kernel_register(1, 0, 0); launch_xyz(65535, 65535, 65535);
+	launch_xyz(65535, 65535, 2); launch_xyz(65536, 65536, 1); launch_xyz(0, 65535, 65535);
+	sync_(); save("launch_count_product");
+	begin(); throughput_set("nan", NAN); throughput_set("ninf", -INFINITY);
+	throughput_set("zero", 0.0); throughput_set("neg", -1.0); throughput_set("ok", 1.5e9);
+	throughput_set("ok", 2.0); throughput_get("ok"); throughput_get("nan"); throughput_get("");
+	save("throughput_values");
+	begin();
+	for (int i = 0; i < 300; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "k%d", i);
+		throughput_set(key, 1.0 + i);
+	}
+	save("throughput_many");
+	begin(); staging(1, 1, UINT64_MAX); staging(1, 2, UINT64_MAX - 4095); save("staging_huge");
+	begin(); kernel_register_sized(1, 4u << 20, 0, 0); kernel_register_sized(2, 5, 0, 0);
+	kernel_register_sized(3, (uint64_t)spirv_size, 1, 0x80000000u);
+	kernel_register_sized(4, (uint64_t)spirv_size, 3, 4097); sync_(); save("kernel_limits");
+	begin(); exclusive(1, 0); exclusive(1, 0); exclusive(0, 0); exclusive(1, 60000);
+	exclusive(0, 0); exclusive(0, 0); save("exclusive_repeated");
+	begin();
+	for (uint64_t i = 1; i <= 2000; i++)
+		empty(i, 16);
+	save("teardown_many_buffers");
+	begin(); empty(1, 1ull << 30); empty(2, (1ull << 30) + 1); sync_(); save("quota_edge");
 	/* everything, in one session */
 	begin();
 	empty(1, 4096); try_empty(2, 4096); write_(1, 0, DATA, 512); read_(1, 0, DATA + 8192, 512);
