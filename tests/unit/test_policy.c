@@ -35,8 +35,9 @@ START_TEST(everyone_by_default)
 	ck_assert(!r.admin);
 	ck_assert(r.views); /* read_only_views defaults to yes */
 	ck_assert(!r.unchecked_launch);
-	ck_assert(r.max_memory_per_client == RUDA_UNLIMITED);
-	ck_assert(r.max_memory_per_uid == RUDA_UNLIMITED);
+	/* default quotas: a share of the device's heap, worked out at connect */
+	ck_assert(r.max_memory_per_client == RUDA_QUOTA_AUTO);
+	ck_assert(r.max_memory_per_uid == RUDA_QUOTA_AUTO);
 	ck_assert(r.exclusive);
 	r = check(0, 0, NULL, 0);
 	ck_assert(r.admin && r.views);
