@@ -5,6 +5,7 @@
 #   make check      install missing packages, build, run every test
 #   make check-python  the Python package's tests (python/tests) only
 #   make deps       install the Debian packages the build and tests need
+#   make deb        build the Debian packages (debian/) into build/deb
 #   make V=1 ...    show every command instead of one line per file
 
 VERSION := 0.1.0
@@ -484,6 +485,33 @@ deps:
 
 clean:
 	rm -rf $(BUILD)
+
+# ---- Debian packages ----------------------------------------------------
+#
+#   make deb [DEB_OUT=$(BUILD)/deb]
+#
+# The packages of debian/ (rudad, ruda-tools, libruda0, libruda-dev,
+# python3-ruda) for this machine's Debian: installs the build dependencies
+# (as `deps` does), runs dpkg-buildpackage -b -us -uc (which builds in
+# build-deb/ and leaves $(BUILD) alone), moves what it wrote to .. (the
+# .debs, .buildinfo and .changes) to DEB_OUT, then runs lintian on them.
+# docs/deploy.md ("Debian packages") says what each package holds.
+DEB_OUT ?= $(BUILD)/deb
+DEB_BUILD_PACKAGES := build-essential pkgconf libuv1-dev libprotobuf-c-dev protobuf-c-compiler \
+	libvulkan-dev glslc spirv-tools libsystemd-dev debhelper dh-python python3 lintian
+
+.PHONY: deb
+deb:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(DEB_BUILD_PACKAGES)"
+	dpkg-buildpackage -b -us -uc -J$(JOBS)
+	@changes=$$(dpkg-parsechangelog -S Source)_$$(dpkg-parsechangelog -S Version | \
+		sed 's/^[0-9]*://')_$$(dpkg-architecture -qDEB_HOST_ARCH).changes; \
+	mkdir -p $(DEB_OUT) && \
+	for f in $$changes $$(sed -n '/^Files:/,/^[^ ]/s/^ .* //p' ../$$changes); do \
+		mv -f ../$$f $(DEB_OUT)/ || exit 1; done; \
+	echo "make deb: in $(DEB_OUT): $$changes and what it lists"; \
+	echo "lintian -I --pedantic $(DEB_OUT)/$$changes"; \
+	lintian -I --pedantic $(DEB_OUT)/$$changes
 
 # ---- installation -------------------------------------------------------
 #
