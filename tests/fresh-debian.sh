@@ -110,6 +110,7 @@ in_root() {
 start_make_run() {
 	root=$1 user=$2 dir=$3 sock=$4
 	run_log=$work/make-run.$user.log
+	: >"$run_log" # not the last run's ready line
 	t0=$(now)
 	setsid sh -c "$(command -v chroot) --userspec=$user:$user $root env -i \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=\$(dirname $dir) \
