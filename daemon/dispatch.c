@@ -1308,10 +1308,22 @@ static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *
 static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *req)
 {
 	ruda__session_submit_all(s);
-	if (ruda__session_exclusive_end(s) < 0)
+	int rc = ruda__session_exclusive_end(s);
+	if (rc == -ETIMEDOUT) {
+		uint32_t limit = ruda__session_exclusive_limit_ms(s->ctx);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_LEASE_EXPIRED,
+					   "the exclusive lease expired after %u ms (%s %u ms); "
+					   "work queued since then ran beside other clients",
+					   s->lease_expired_ms,
+					   s->lease_expired_ms < limit ? "the timeout asked; "
+									 "max_exclusive_ms"
+								       : "max_exclusive_ms",
+					   limit);
+		s->lease_expired_ms = 0;
+	} else if (rc < 0) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "this session holds no exclusive lease (timed out?)");
-	else
+					   "this session holds no exclusive lease");
+	} else
 		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
 }
 

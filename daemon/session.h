@@ -76,6 +76,7 @@ struct ruda_session_context {
 	uid_t exclusive_uid;
 	int exclusive_admin;
 	uint64_t exclusive_since_ms;
+	uint32_t exclusive_timeout_ms; /* how long the lease was granted for */
 	/* uid -> uint64_t: uv_now() before which its next lease is not granted */
 	struct ruda_handle_table uid_exclusive;
 	uv_timer_t *exclusive_cool_timer; /* owned; grants a waiter once it may */
@@ -184,6 +185,9 @@ struct ruda_session {
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
 	int admin;                        /* policy: an administrator (root, admin_group) */
 	int exclusive_allowed;            /* policy: may take exclusive leases */
+	/* its lease ran out after this many ms before its ExclusiveEnd came
+	 * (0: not so); that ExclusiveEnd is answered ERROR_LEASE_EXPIRED */
+	uint32_t lease_expired_ms;
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
@@ -219,6 +223,10 @@ int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
 int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
+/* The longest lease granted (max_exclusive_ms). */
+uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx);
+/* 0: the lease ended; -ENOENT: this session holds none; -ETIMEDOUT: its
+ * lease ran out after s->lease_expired_ms first (told once: cleared). */
 int ruda__session_exclusive_end(struct ruda_session *session);
 
 /* Streams a session may have besides stream 0. */

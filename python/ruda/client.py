@@ -852,8 +852,8 @@ class Client:
     def exclusive(self, timeout_ms=0):
         """Hold the device alone inside the block: other clients' requests wait
         until it ends or ``timeout_ms`` passes (0: rudad's limit). Blocks
-        until granted. Leaving the block after the lease timed out raises
-        InvalidArgument."""
+        until granted. Leaving the block after the lease expired raises
+        LeaseExpired (the work inside ran, but not all of it alone)."""
         self._call(_L.ruda_client_exclusive_begin, _int(timeout_ms, "timeout_ms"))
         try:
             yield self

@@ -48,6 +48,7 @@ typedef enum ruda_status {
 	RUDA_ERROR_BUSY = 15,
 	RUDA_ERROR_INTERNAL = 16,
 	RUDA_ERROR_IO = 17,
+	RUDA_ERROR_LEASE_EXPIRED = 18, /* the exclusive lease ran out before its end */
 } ruda_status;
 
 /* A static string describing `status`; never NULL. */
@@ -654,9 +655,17 @@ ruda_status ruda_client_profile(ruda_client *client, void (*task)(void *user), v
  * exclusive_groups) does not let this uid take leases.
  */
 ruda_status ruda_client_exclusive_begin(ruda_client *client, uint32_t timeout_ms);
-/* RUDA_ERROR_INVALID_ARGUMENT when no lease is held (it may have timed out). */
+/*
+ * End the lease. RUDA_ERROR_LEASE_EXPIRED when it ran out first (after
+ * `timeout_ms` or max_exclusive_ms; the message says after how many ms):
+ * the client's work since then ran beside other clients' (its results are
+ * still right; only the exclusivity was lost). That is told to this call
+ * only, once: syncs and other calls of the holder are not failed by an
+ * expiry. RUDA_ERROR_INVALID_ARGUMENT when no lease is held otherwise.
+ */
 ruda_status ruda_client_exclusive_end(ruda_client *client);
-/* Run task(user) holding the device alone (ErasedClient::exclusive). */
+/* Run task(user) holding the device alone (ErasedClient::exclusive);
+ * RUDA_ERROR_LEASE_EXPIRED when the lease ran out before the task ended. */
 ruda_status ruda_client_exclusive(ruda_client *client, void (*task)(void *user), void *user);
 
 /* ---- graphs ------------------------------------------------------------ */
