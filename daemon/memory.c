@@ -367,6 +367,11 @@ int ruda__memory_exportable(const struct ruda_allocation *a)
 	return a->page && a->page->exportable;
 }
 
+int ruda__memory_dedicated(const struct ruda_allocation *a)
+{
+	return a->page && a->page->dedicated;
+}
+
 ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
 				    ruda_allocation_mode mode, VkBuffer export_for,
 				    struct ruda_allocation *out)

@@ -64,6 +64,8 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    struct ruda_allocation *out);
 /* Whether the allocation's memory is its own and exportable. */
 int ruda__memory_exportable(const struct ruda_allocation *a);
+/* Whether the allocation has a page (VkDeviceMemory) of its own. */
+int ruda__memory_dedicated(const struct ruda_allocation *a);
 
 /* RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. */
 ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,

@@ -249,6 +249,7 @@ void ruda__session_destroy(struct ruda_session *s)
 	/* the uid's quota is free at once; the buffers themselves go in
 	 * batches (remains_defer), as a session may hold a million */
 	ruda__session_uncharge(s, s->bytes, s->requested);
+	s->own_pages = 0;
 	remains_defer(ctx, &s->buffers, &s->kernels);
 	ruda__staging_release_all(s);
 	if (s->arena) {
@@ -638,6 +639,21 @@ void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t
 {
 	uncharge(&s->ctx->uid_bytes, s->uid, &s->bytes, allocated);
 	s->requested -= requested;
+}
+
+ruda_status ruda__session_charge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
+{
+	ruda_status st = ruda__session_charge(s, b->allocated, b->size);
+	if (st == RUDA_OK && ruda__memory_dedicated(&b->memory))
+		s->own_pages++;
+	return st;
+}
+
+void ruda__session_uncharge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
+{
+	ruda__session_uncharge(s, b->allocated, b->size);
+	if (ruda__memory_dedicated(&b->memory))
+		s->own_pages--;
 }
 
 uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid)

@@ -177,6 +177,7 @@ struct ruda_session {
 	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
 	uint64_t bytes;                   /* device bytes of its buffers */
 	uint64_t requested;               /* bytes its buffers asked for */
+	uint64_t own_pages;               /* its buffers with a page of their own */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
 	uint64_t staging_bytes;           /* host bytes of its staging regions */
@@ -260,6 +261,10 @@ ruda_status ruda__session_charge(struct ruda_session *session, uint64_t allocate
 				 uint64_t requested);
 void ruda__session_uncharge(struct ruda_session *session, uint64_t allocated,
 			    uint64_t requested);
+/* The same for `buffer`, also counting the pages of its own (own_pages). */
+ruda_status ruda__session_charge_buffer(struct ruda_session *session,
+					const struct ruda_buffer *buffer);
+void ruda__session_uncharge_buffer(struct ruda_session *session, const struct ruda_buffer *buffer);
 /* Bytes held by every session of `uid`. */
 uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid);
 /* The same for staging regions (host memory pinned for the client), a

@@ -278,15 +278,28 @@ ruda_status ruda_client_empty(ruda_client *client, size_t size, ruda_handle *out
  */
 ruda_status ruda_client_try_empty(ruda_client *client, size_t size, ruda_handle *out);
 
-/* Allocator accounting (ErasedClient::memory_usage). */
+/*
+ * Allocator accounting (ErasedClient::memory_usage). The seed's fields
+ * (allocations, bytes_in_use, bytes_padding, bytes_reserved) and quota and
+ * pages are this client's own: another client's buffers never show in
+ * them. uid_bytes is its user's (all clients of that uid); the device_*
+ * fields are the whole device's (all clients of the device, kept and empty
+ * pages included; logical devices on one physical device each count their
+ * own).
+ */
 typedef struct ruda_memory_usage {
 	uint64_t allocations;    /* this client's buffers */
 	uint64_t bytes_in_use;   /* bytes they asked for */
-	uint64_t bytes_padding;  /* reserved for them beyond that */
-	uint64_t bytes_reserved; /* device memory rudad holds, for all clients */
+	uint64_t bytes_padding;  /* reserved for them beyond that (alignment) */
+	uint64_t bytes_reserved; /* device memory its buffers occupy: in use + padding
+				  * (what its quota counts) */
 	uint64_t quota;          /* this client's limit, 0 = none */
 	uint64_t uid_bytes;      /* held by all clients of this user */
-	uint64_t pages;          /* device allocations rudad holds, for all clients */
+	uint64_t pages;          /* this client's buffers with a device allocation of
+				  * their own (large or dedicated ones); the others
+				  * share pages with other clients' buffers */
+	uint64_t device_bytes_reserved; /* device memory rudad holds, for all clients */
+	uint64_t device_pages;          /* device allocations rudad holds, for all clients */
 } ruda_memory_usage;
 
 ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
