@@ -59,6 +59,13 @@ int ruda__vulkan_init(struct ruda_vulkan *vk)
 		return -ENOMEM;
 	}
 	vkEnumeratePhysicalDevices(vk->instance, &vk->nphysical, vk->physical);
+	vk->budgets = calloc((size_t)(vk->nphysical ? vk->nphysical : 1) * VK_MAX_MEMORY_HEAPS,
+			     sizeof(*vk->budgets));
+	if (!vk->budgets) {
+		free(vk->physical);
+		vkDestroyInstance(vk->instance, NULL);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -84,6 +91,8 @@ static int keep_mapped(struct dl_phdr_info *info, size_t size, void *data)
 void ruda__vulkan_finish(struct ruda_vulkan *vk)
 {
 	free(vk->physical);
+	if (!vk->budgets_borrowed)
+		free(vk->budgets);
 #if defined(__SANITIZE_ADDRESS__)
 	dl_iterate_phdr(keep_mapped, NULL);
 #endif
@@ -697,6 +706,8 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		return -ENOMEM;
 	d->index = index;
 	d->physical = vk->physical[physical_index];
+	if (vk->budgets)
+		d->heap_budgets = &vk->budgets[(size_t)physical_index * VK_MAX_MEMORY_HEAPS];
 	d->submission_timeout_ns = 60ull * 1000 * 1000 * 1000;
 	vkGetPhysicalDeviceProperties(d->physical, &d->props);
 	vkGetPhysicalDeviceMemoryProperties(d->physical, &d->memory);

@@ -133,6 +133,10 @@ struct ruda_device {
 	 * VkDevice goes: others drop what they made on it (host staging) */
 	void (*before_destroy)(struct ruda_device *device);
 
+	/* its physical device's heaps' budgets, VK_MAX_MEMORY_HEAPS of them,
+	 * shared with the other logical devices on it (ruda_vulkan's); NULL:
+	 * the allocator counts alone */
+	struct ruda_heap_budget *heap_budgets;
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
 	struct ruda_deferred_free frees; /* slow frees, run in the thread pool */
 	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
@@ -149,6 +153,10 @@ struct ruda_vulkan {
 	VkPhysicalDevice *physical;
 	uint32_t nphysical;
 	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
+	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
+	 * devices opened on it reserve together (memory.h) */
+	struct ruda_heap_budget *budgets;
+	bool budgets_borrowed; /* another instance's (recovery.c): not freed */
 };
 
 int ruda__vulkan_init(struct ruda_vulkan *vk);

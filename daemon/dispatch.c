@@ -491,7 +491,7 @@ static int session_insert_buffer(struct ruda_session *s, uint64_t handle, struct
 	}
 	if (!b || ruda__handle_table_insert(&s->buffers, handle, b) < 0) {
 		if (buffer) {
-			ruda__session_uncharge(s, buffer->allocated, buffer->size);
+			ruda__session_uncharge_buffer(s, buffer);
 			ruda__stream_forget_zero(buffer);
 			ruda__buffer_put(buffer);
 		}
@@ -520,7 +520,7 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 	*out = NULL;
 	ruda_status st = ruda__buffer_create_mode(s->device, size, s->allocation_mode, out);
 	if (st == RUDA_OK) {
-		st = ruda__session_charge(s, (*out)->allocated, size);
+		st = ruda__session_charge_buffer(s, *out);
 		if (st != RUDA_OK) {
 			ruda__buffer_put(*out);
 			*out = NULL; /* the id keeps the error, not the buffer */
@@ -723,7 +723,7 @@ static void release_buffer(struct ruda_session *s, uint64_t id)
 		return;
 	}
 	if (b->buffer) {
-		ruda__session_uncharge(s, b->buffer->allocated, b->buffer->size);
+		ruda__session_uncharge_buffer(s, b->buffer);
 		ruda__stream_forget_zero(b->buffer); /* never used: no fill needed */
 		ruda__buffer_put(b->buffer);
 	}
@@ -1204,10 +1204,14 @@ static void handle_memory_usage(struct ruda_session *s, const Ruda__Request *req
 	mu.allocations = s->buffers.count;
 	mu.bytes_in_use = s->requested;
 	mu.bytes_padding = s->bytes - s->requested;
-	mu.bytes_reserved = s->device->allocator.stats.reserved;
+	/* the seed's MemoryUsage is this client's memory: its buffers' share
+	 * of the allocator, not the pages every client's buffers share */
+	mu.bytes_reserved = s->bytes;
 	mu.quota = s->quota;
 	mu.uid_bytes = ruda__session_uid_bytes(s->ctx, s->uid);
-	mu.pages = s->device->allocator.stats.pages;
+	mu.pages = s->own_pages;
+	mu.device_bytes_reserved = s->device->allocator.stats.reserved;
+	mu.device_pages = s->device->allocator.stats.pages;
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_MEMORY_USAGE;
@@ -1308,10 +1312,22 @@ static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *
 static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *req)
 {
 	ruda__session_submit_all(s);
-	if (ruda__session_exclusive_end(s) < 0)
+	int rc = ruda__session_exclusive_end(s);
+	if (rc == -ETIMEDOUT) {
+		uint32_t limit = ruda__session_exclusive_limit_ms(s->ctx);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_LEASE_EXPIRED,
+					   "the exclusive lease expired after %u ms (%s %u ms); "
+					   "work queued since then ran beside other clients",
+					   s->lease_expired_ms,
+					   s->lease_expired_ms < limit ? "the timeout asked; "
+									 "max_exclusive_ms"
+								       : "max_exclusive_ms",
+					   limit);
+		s->lease_expired_ms = 0;
+	} else if (rc < 0) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "this session holds no exclusive lease (timed out?)");
-	else
+					   "this session holds no exclusive lease");
+	} else
 		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
 }
 

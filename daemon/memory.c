@@ -114,7 +114,8 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	if (type < 0)
 		return -ENODEV;
 	m->type = (uint32_t)type;
-	m->heap_size = d->memory.memoryHeaps[d->memory.memoryTypes[type].heapIndex].size;
+	uint32_t heap = d->memory.memoryTypes[type].heapIndex;
+	m->heap_size = d->memory.memoryHeaps[heap].size;
 	/* a binding can start at any allocation: respect both alignments */
 	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
 	m->alignment = req->alignment > align ? req->alignment : align;
@@ -141,6 +142,9 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	if (m->keep_dedicated > (4ull << 30))
 		m->keep_dedicated = 4ull << 30;
 	m->keep_for_ns = RUDA_FREED_MEMORY_KEEP_MS * 1000000ull;
+	m->budget = d->heap_budgets ? &d->heap_budgets[heap] : &m->own;
+	m->budget_next = m->budget->members;
+	m->budget->members = m;
 	return 0;
 }
 
@@ -155,6 +159,7 @@ static void page_release(void *arg)
 {
 	struct page_release *r = arg;
 	vkFreeMemory(r->m->device->vk, r->memory, NULL);
+	atomic_fetch_sub(&r->m->budget->held, r->size);
 	atomic_fetch_sub(&r->m->freeing, r->size);
 	free(r);
 }
@@ -171,6 +176,7 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 		ruda__deferred_free_run(&m->device->frees, page_release, r);
 	} else {
 		vkFreeMemory(m->device->vk, p->memory, NULL);
+		atomic_fetch_sub(&m->budget->held, p->size);
 	}
 	m->stats.pages--;
 	m->stats.reserved -= p->size;
@@ -184,6 +190,14 @@ void ruda__memory_finish(struct ruda_memory *m)
 		m->pages = p->next;
 		page_free(m, p);
 	}
+	/* its frees in the pool still lower the budget (the device waits for
+	 * them before it goes); it allocates no more */
+	for (struct ruda_memory **link = m->budget ? &m->budget->members : NULL; link && *link;
+	     link = &(*link)->budget_next)
+		if (*link == m) {
+			*link = m->budget_next;
+			break;
+		}
 }
 
 /* Give back the kept dedicated pages kept at `kept_by_ns` or before and,
@@ -211,30 +225,48 @@ static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared, uint64_t
 	return freed;
 }
 
+/* Give back the kept pages of every allocator on m's heap (the logical
+ * devices of one physical device share it); the bytes. */
 static uint64_t release_kept(struct ruda_memory *m)
 {
-	return give_back_idle(m, 0, UINT64_MAX);
+	uint64_t freed = 0;
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (o->stats.kept_bytes)
+			freed += give_back_idle(o, 0, UINT64_MAX);
+	return freed;
+}
+
+static int heap_has_kept(struct ruda_memory *m)
+{
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (o->stats.kept_bytes)
+			return 1;
+	return 0;
 }
 
 /* Whether `size` more bytes fit in the heap beside the pages reserved and
- * those still being freed. */
+ * those still being freed, by every allocator on it. */
 static int heap_has_room(struct ruda_memory *m, uint64_t size)
 {
-	uint64_t held = m->stats.reserved + atomic_load(&m->freeing);
+	uint64_t held = atomic_load(&m->budget->held);
 	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
 }
 
 /* An allocation found the heap full while pages are still being freed in
  * the thread pool: wait for those frees (a client that released memory
- * and allocates again expects it back). The loop waits only here, when the
- * alternative is an out-of-memory answer, and for no longer than it used
- * to spend freeing them itself. 1 if there were any. */
+ * and allocates again expects it back), those of the other logical
+ * devices on the heap too. The loop waits only here, when the alternative
+ * is an out-of-memory answer, and for no longer than it used to spend
+ * freeing them itself. 1 if there were any. */
 static int wait_for_frees(struct ruda_memory *m)
 {
-	if (!atomic_load(&m->freeing))
-		return 0;
-	ruda__deferred_free_wait(&m->device->frees);
-	return 1;
+	int waited = 0;
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (atomic_load(&o->freeing)) {
+			ruda__deferred_free_wait(&o->device->frees);
+			waited = 1;
+		}
+	return waited;
 }
 
 static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
@@ -246,7 +278,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	/* drivers that allocate lazily (CPU devices) would accept more than the
 	 * heap holds and fail later, page by page: refuse it now (pages still
 	 * being freed in the thread pool are still the driver's) */
-	if (!heap_has_room(m, size) && m->stats.kept_bytes)
+	if (!heap_has_room(m, size) && heap_has_kept(m))
 		release_kept(m); /* wanted memory comes before kept memory */
 	if (!heap_has_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
 		free(p);
@@ -289,6 +321,8 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	m->pages = p;
 	m->stats.pages++;
 	m->stats.reserved += size;
+	/* only the loop raises it: nothing came between the check and here */
+	atomic_fetch_add(&m->budget->held, size);
 	if (!dedicated)
 		m->stats.empty_pages++;
 	return p;
@@ -365,6 +399,11 @@ static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
 int ruda__memory_exportable(const struct ruda_allocation *a)
 {
 	return a->page && a->page->exportable;
+}
+
+int ruda__memory_dedicated(const struct ruda_allocation *a)
+{
+	return a->page && a->page->dedicated;
 }
 
 ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,

@@ -32,6 +32,21 @@ struct ruda_memory_stats {
 	uint64_t kept_bytes;      /* freed dedicated pages kept for reuse */
 };
 
+/*
+ * One heap of one physical device, shared by the allocators of every
+ * logical device opened on it (--device 0,0): together they never reserve
+ * more than the heap. Each allocated one ran up to the whole heap alone,
+ * so two reserved 3.5 GiB of a 2 GiB heap; lazy (CPU) drivers accepted it
+ * and failed later, page by page.
+ */
+struct ruda_heap_budget {
+	/* bytes of pages its allocators hold, and of those still being freed
+	 * in the thread pool (the driver still has them); raised on the loop
+	 * only, lowered by the pool too */
+	_Atomic uint64_t held;
+	struct ruda_memory *members; /* its allocators (loop thread) */
+};
+
 struct ruda_memory {
 	struct ruda_device *device; /* borrowed */
 	uint32_t type;              /* memory type of every page */
@@ -42,13 +57,20 @@ struct ruda_memory {
 	uint64_t keep_dedicated;    /* bytes of freed dedicated pages kept */
 	uint64_t keep_for_ns;       /* a kept page unused this long goes back (0: none kept) */
 	uint64_t heap_size;         /* of the pages' heap: never reserve more */
+	/* what every allocator on that heap holds: the device's (d->heap_budgets)
+	 * or, without one, `own` */
+	struct ruda_heap_budget *budget;
+	struct ruda_memory *budget_next; /* the budget's next member */
+	struct ruda_heap_budget own;
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 };
 
 /* Set up for `device`, whose buffers need `requirements` (from a probe
- * buffer). */
+ * buffer). Its pages count in device->heap_budgets[heap] when it has
+ * those (one per heap, shared by the logical devices of its physical
+ * device). */
 int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
 		      const VkMemoryRequirements *requirements);
 /* Frees every page; all allocations must be gone. */
@@ -64,6 +86,8 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    struct ruda_allocation *out);
 /* Whether the allocation's memory is its own and exportable. */
 int ruda__memory_exportable(const struct ruda_allocation *a);
+/* Whether the allocation has a page (VkDeviceMemory) of its own. */
+int ruda__memory_dedicated(const struct ruda_allocation *a);
 
 /* RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. */
 ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,

@@ -136,6 +136,11 @@ static struct ruda_vulkan *fresh_instance(const struct ruda_vulkan *shared)
 		return NULL;
 	}
 	o->vk.no_export = shared->no_export;
+	/* the same physical devices: their heaps' budgets stay shared with the
+	 * other logical devices on them */
+	free(o->vk.budgets);
+	o->vk.budgets = shared->budgets;
+	o->vk.budgets_borrowed = true;
 	o->next = own_instances;
 	own_instances = o;
 	return &o->vk;

@@ -249,6 +249,7 @@ void ruda__session_destroy(struct ruda_session *s)
 	/* the uid's quota is free at once; the buffers themselves go in
 	 * batches (remains_defer), as a session may hold a million */
 	ruda__session_uncharge(s, s->bytes, s->requested);
+	s->own_pages = 0;
 	remains_defer(ctx, &s->buffers, &s->kernels);
 	ruda__staging_release_all(s);
 	if (s->arena) {
@@ -640,6 +641,21 @@ void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t
 	s->requested -= requested;
 }
 
+ruda_status ruda__session_charge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
+{
+	ruda_status st = ruda__session_charge(s, b->allocated, b->size);
+	if (st == RUDA_OK && ruda__memory_dedicated(&b->memory))
+		s->own_pages++;
+	return st;
+}
+
+void ruda__session_uncharge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
+{
+	ruda__session_uncharge(s, b->allocated, b->size);
+	if (ruda__memory_dedicated(&b->memory))
+		s->own_pages--;
+}
+
 uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid)
 {
 	return uid_held(&ctx->uid_staging, uid);
@@ -713,7 +729,7 @@ void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
 static void exclusive_release(struct ruda_session_context *ctx);
 static void exclusive_next(struct ruda_session_context *ctx);
 
-static uint32_t exclusive_limit_ms(const struct ruda_session_context *ctx)
+uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx)
 {
 	if (ctx->policy)
 		return ctx->policy->config->max_exclusive_ms;
@@ -736,14 +752,19 @@ static uint64_t exclusive_not_before(struct ruda_session_context *ctx, const str
 static void on_exclusive_timeout(uv_timer_t *timer)
 {
 	struct ruda_session_context *ctx = timer->data;
-	log_warn("session %llu: exclusive lease timed out", (unsigned long long)ctx->exclusive);
+	struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, ctx->exclusive);
+	log_warn("session %llu: exclusive lease expired after %u ms",
+		 (unsigned long long)ctx->exclusive, ctx->exclusive_timeout_ms);
+	/* its ExclusiveEnd is told, rather than looking like a misuse */
+	if (s)
+		s->lease_expired_ms = ctx->exclusive_timeout_ms ? ctx->exclusive_timeout_ms : 1;
 	exclusive_release(ctx);
 }
 
 static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
 {
 	struct ruda_session_context *ctx = s->ctx;
-	uint32_t limit = exclusive_limit_ms(ctx);
+	uint32_t limit = ruda__session_exclusive_limit_ms(ctx);
 	if (!timeout_ms || timeout_ms > limit)
 		timeout_ms = limit;
 	if (!ctx->exclusive_timer && (ctx->exclusive_timer = malloc(sizeof(uv_timer_t)))) {
@@ -754,6 +775,8 @@ static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t t
 	ctx->exclusive_uid = s->uid;
 	ctx->exclusive_admin = s->admin;
 	ctx->exclusive_since_ms = uv_now(ctx->loop);
+	ctx->exclusive_timeout_ms = timeout_ms;
+	s->lease_expired_ms = 0; /* a new lease: the old one's expiry is moot */
 	if (ctx->exclusive_timer)
 		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
 	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
@@ -870,8 +893,11 @@ int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint
 
 int ruda__session_exclusive_end(struct ruda_session *s)
 {
-	if (s->ctx->exclusive != s->id)
-		return -ENOENT;
+	if (s->ctx->exclusive != s->id) {
+		if (!s->lease_expired_ms)
+			return -ENOENT;
+		return -ETIMEDOUT;
+	}
 	exclusive_release(s->ctx);
 	return 0;
 }

@@ -76,6 +76,7 @@ struct ruda_session_context {
 	uid_t exclusive_uid;
 	int exclusive_admin;
 	uint64_t exclusive_since_ms;
+	uint32_t exclusive_timeout_ms; /* how long the lease was granted for */
 	/* uid -> uint64_t: uv_now() before which its next lease is not granted */
 	struct ruda_handle_table uid_exclusive;
 	uv_timer_t *exclusive_cool_timer; /* owned; grants a waiter once it may */
@@ -176,6 +177,7 @@ struct ruda_session {
 	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
 	uint64_t bytes;                   /* device bytes of its buffers */
 	uint64_t requested;               /* bytes its buffers asked for */
+	uint64_t own_pages;               /* its buffers with a page of their own */
 	uint64_t quota;                   /* limit on `bytes`, 0 = none */
 	uint64_t uid_quota;               /* limit for all sessions of its uid */
 	uint64_t staging_bytes;           /* host bytes of its staging regions */
@@ -184,6 +186,9 @@ struct ruda_session {
 	int unchecked_allowed;            /* policy: launch_unchecked runs unchecked */
 	int admin;                        /* policy: an administrator (root, admin_group) */
 	int exclusive_allowed;            /* policy: may take exclusive leases */
+	/* its lease ran out after this many ms before its ExclusiveEnd came
+	 * (0: not so); that ExclusiveEnd is answered ERROR_LEASE_EXPIRED */
+	uint32_t lease_expired_ms;
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
@@ -219,6 +224,10 @@ int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
 int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
 				  uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
+/* The longest lease granted (max_exclusive_ms). */
+uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx);
+/* 0: the lease ended; -ENOENT: this session holds none; -ETIMEDOUT: its
+ * lease ran out after s->lease_expired_ms first (told once: cleared). */
 int ruda__session_exclusive_end(struct ruda_session *session);
 
 /* Streams a session may have besides stream 0. */
@@ -252,6 +261,10 @@ ruda_status ruda__session_charge(struct ruda_session *session, uint64_t allocate
 				 uint64_t requested);
 void ruda__session_uncharge(struct ruda_session *session, uint64_t allocated,
 			    uint64_t requested);
+/* The same for `buffer`, also counting the pages of its own (own_pages). */
+ruda_status ruda__session_charge_buffer(struct ruda_session *session,
+					const struct ruda_buffer *buffer);
+void ruda__session_uncharge_buffer(struct ruda_session *session, const struct ruda_buffer *buffer);
 /* Bytes held by every session of `uid`. */
 uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid);
 /* The same for staging regions (host memory pinned for the client), a

@@ -64,7 +64,7 @@ static void settle(struct to_client_waiter *w)
 		reply(w, RUDA_ERROR_INVALID_HANDLE, "the target's buffer id is in use");
 		return;
 	}
-	ruda_status st = ruda__session_charge(t, w->dst->allocated, w->dst->size);
+	ruda_status st = ruda__session_charge_buffer(t, w->dst);
 	if (st != RUDA_OK) {
 		reply(w, st, "over the target session's memory quota");
 		return;
@@ -72,7 +72,7 @@ static void settle(struct to_client_waiter *w)
 	struct ruda_session_buffer *b = calloc(1, sizeof(*b));
 	if (!b || ruda__handle_table_insert(&t->buffers, w->target_handle, b) < 0) {
 		free(b);
-		ruda__session_uncharge(t, w->dst->allocated, w->dst->size);
+		ruda__session_uncharge_buffer(t, w->dst);
 		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}

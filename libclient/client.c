@@ -918,6 +918,8 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 			.quota = reply->memory_usage->quota,
 			.uid_bytes = reply->memory_usage->uid_bytes,
 			.pages = reply->memory_usage->pages,
+			.device_bytes_reserved = reply->memory_usage->device_bytes_reserved,
+			.device_pages = reply->memory_usage->device_pages,
 		};
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);

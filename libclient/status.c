@@ -21,6 +21,7 @@ const char *ruda_strerror(ruda_status status)
 	case RUDA_ERROR_BUSY: return "a daemon limit is reached";
 	case RUDA_ERROR_INTERNAL: return "internal error in rudad";
 	case RUDA_ERROR_IO: return "input/output error";
+	case RUDA_ERROR_LEASE_EXPIRED: return "the exclusive lease expired";
 	}
 	return "unknown status";
 }

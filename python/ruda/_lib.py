@@ -135,7 +135,8 @@ class ruda_connect_options(Structure):
 class ruda_memory_usage(Structure):
     _fields_ = [("allocations", c_uint64), ("bytes_in_use", c_uint64),
                 ("bytes_padding", c_uint64), ("bytes_reserved", c_uint64),
-                ("quota", c_uint64), ("uid_bytes", c_uint64), ("pages", c_uint64)]
+                ("quota", c_uint64), ("uid_bytes", c_uint64), ("pages", c_uint64),
+                ("device_bytes_reserved", c_uint64), ("device_pages", c_uint64)]
 
 
 class ruda_layout_desc(Structure):

@@ -212,14 +212,17 @@ def _struct_dict(s):
 
 @dataclasses.dataclass(frozen=True)
 class MemoryUsage:
-    """ruda_memory_usage: allocator accounting (bytes)."""
+    """ruda_memory_usage: allocator accounting (bytes). This client's own,
+    but uid_bytes (its user's) and device_* (the whole device's)."""
     allocations: int     # this client's buffers
     bytes_in_use: int    # bytes they asked for
     bytes_padding: int   # reserved for them beyond that
-    bytes_reserved: int  # device memory rudad holds, for all clients
+    bytes_reserved: int  # device memory its buffers occupy: in use + padding
     quota: int           # this client's limit, 0 = none
     uid_bytes: int       # held by all clients of this user
-    pages: int           # device allocations rudad holds, for all clients
+    pages: int           # its buffers with a device allocation of their own
+    device_bytes_reserved: int  # device memory rudad holds, for all clients
+    device_pages: int           # device allocations rudad holds, for all clients
 
 
 class Profile:
@@ -852,8 +855,8 @@ class Client:
     def exclusive(self, timeout_ms=0):
         """Hold the device alone inside the block: other clients' requests wait
         until it ends or ``timeout_ms`` passes (0: rudad's limit). Blocks
-        until granted. Leaving the block after the lease timed out raises
-        InvalidArgument."""
+        until granted. Leaving the block after the lease expired raises
+        LeaseExpired (the work inside ran, but not all of it alone)."""
         self._call(_L.ruda_client_exclusive_begin, _int(timeout_ms, "timeout_ms"))
         try:
             yield self

@@ -28,6 +28,7 @@ class Status(enum.IntEnum):
     BUSY = 15
     INTERNAL = 16
     IO = 17
+    LEASE_EXPIRED = 18
 
 
 class Error(Exception):
@@ -116,6 +117,11 @@ class IoError(Error):
     pass
 
 
+class LeaseExpired(Error):
+    """The exclusive lease ran out (max_exclusive_ms or the timeout asked)
+    before exclusive_end: the work after that point did not run alone."""
+
+
 class ClosedError(Disconnected, ValueError):
     """A call on a client (or its buffer, kernel, future) after close(): raised
     by Python, libruda is not called. Also a ValueError, as for a closed file."""
@@ -142,6 +148,7 @@ _BY_STATUS = {
     Status.BUSY: Busy,
     Status.INTERNAL: Internal,
     Status.IO: IoError,
+    Status.LEASE_EXPIRED: LeaseExpired,
 }
 
 

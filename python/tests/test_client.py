@@ -319,7 +319,7 @@ def test_exclusive_holds_other_clients(client, daemon, add_spv):
 
 
 def test_exclusive_lease_timeout(client):
-    with pytest.raises(ruda.InvalidArgument, match="no exclusive lease"):
+    with pytest.raises(ruda.LeaseExpired, match="expired after 50 ms"):
         with client.exclusive(50):
             time.sleep(0.5)
     with client.exclusive(5000):  # and a new lease is granted afterwards

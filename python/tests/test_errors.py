@@ -149,6 +149,19 @@ def test_quota_and_too_large(client):
 
 def test_exclusive_end_without_lease(client):
     from ruda import _lib
+    with pytest.raises(ruda.InvalidArgument, match="holds no exclusive lease"):
+        client._call(_lib.lib.ruda_client_exclusive_end)
+
+
+def test_exclusive_lease_expired(client):
+    from ruda import _lib
+    client._call(_lib.lib.ruda_client_exclusive_begin, 50)
+    time.sleep(0.3)
+    with pytest.raises(ruda.LeaseExpired, match="expired after 50 ms") as e:
+        client._call(_lib.lib.ruda_client_exclusive_end)
+    assert e.value.status == ruda.Status.LEASE_EXPIRED
+    assert ruda.error_class(18) is ruda.LeaseExpired
+    # told once; then no lease is held
     with pytest.raises(ruda.InvalidArgument):
         client._call(_lib.lib.ruda_client_exclusive_end)
 

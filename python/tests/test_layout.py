@@ -32,7 +32,7 @@ LAYOUTS = [
     # priority 32, use_arena_fd 36, arena_fd 40, (pad) arena_size 48
     (_lib.ruda_connect_options, 56,
      {"client_name": 8, "device_id": 24, "priority": 32, "arena_fd": 40, "arena_size": 48}),
-    (_lib.ruda_memory_usage, 7 * 8, {"pages": 48}),
+    (_lib.ruda_memory_usage, 9 * 8, {"pages": 48, "device_pages": 64}),
     (_lib.ruda_layout_desc, 4 + 4 + 8 * 8 + 8, {"shape": 8, "elem_size": 72}),
     # handle 24, rank, (pad) strides
     (_lib.ruda_layout, 24 + 8 + 8 * 8, {"rank": 24, "strides": 32}),

@@ -26,7 +26,7 @@ static uint64_t pages(void)
 {
 	ruda_memory_usage u;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
-	return u.pages;
+	return u.device_pages;
 }
 
 struct window_task {

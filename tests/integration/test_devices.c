@@ -935,6 +935,77 @@ START_TEST(to_client_quota)
 }
 END_TEST
 
+/* Logical devices on one physical device share its heap: with device 0
+ * holding the heap, device 1 is refused (each reserved up to the whole
+ * heap of its own: 3.5 GiB of lavapipe's 2 GiB), and gets memory back once
+ * device 0 releases, even memory device 0 kept for reuse. Buffers are made
+ * with try_empty and never used, so no page is touched. */
+START_TEST(logical_devices_share_the_heap)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
+						     "max_memory_per_client=unlimited", "--set",
+						     "max_memory_per_uid=unlimited", NULL});
+	ruda_connect_options o = {.socket_path = d.socket_path, .device_index = 0};
+	ruda_client *a = NULL, *b = NULL;
+	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
+	o.device_index = 1;
+	ck_assert_int_eq(ruda_client_connect(&o, &b), RUDA_OK);
+	ruda_device_properties p;
+	ck_assert_int_eq(ruda_client_properties(a, &p), RUDA_OK);
+	uint64_t heap = p.device_local_bytes, chunk = 256ull << 20;
+	if (chunk > p.max_buffer_size)
+		chunk = p.max_buffer_size;
+	enum { MAX = 512 };
+	static ruda_handle h[MAX];
+	int n = 0;
+	ruda_status st;
+	while (n < MAX && (st = ruda_client_try_empty(a, chunk, &h[n])) == RUDA_OK)
+		n++;
+	ck_assert_int_lt(n, MAX);
+	ck_assert_int_eq(st, RUDA_ERROR_OUT_OF_MEMORY);
+	ck_assert_uint_le(n * chunk, heap);
+	ck_assert_uint_ge(n, 1);
+	/* device 1 is refused: the heap is device 0's now */
+	ruda_handle other;
+	ck_assert_int_eq(ruda_client_try_empty(b, chunk, &other), RUDA_ERROR_OUT_OF_MEMORY);
+	char why[256];
+	ruda_client_last_error(b, why, sizeof(why));
+	ck_assert_msg(strstr(why, "allocating"), "%s", why);
+	ruda_memory_usage ua, ub;
+	ck_assert_int_eq(ruda_client_memory_usage(a, &ua), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(b, &ub), RUDA_OK);
+	ck_assert_uint_le(ua.device_bytes_reserved + ub.device_bytes_reserved, heap);
+	ck_assert_uint_eq(ub.allocations, 0);
+	/* one released on device 0 (freed at once: never used) is kept there
+	 * for reuse; device 1's allocation comes first and gets it */
+	ck_assert_int_eq(ruda_client_release(a, h[--n]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_try_empty(b, chunk, &other), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(a, &ua), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(b, &ub), RUDA_OK);
+	ck_assert_uint_le(ua.device_bytes_reserved + ub.device_bytes_reserved, heap);
+	ck_assert_uint_ge(ub.device_bytes_reserved, chunk);
+	/* device 0 is refused in turn */
+	ruda_handle again;
+	ck_assert_int_eq(ruda_client_try_empty(a, chunk, &again), RUDA_ERROR_OUT_OF_MEMORY);
+	/* with room again, device 1's data round-trips */
+	ck_assert_int_eq(ruda_client_release(b, other), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(a, h[--n]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	uint8_t data[4096], back[4096];
+	test_fill_random(data, sizeof(data), 5);
+	ruda_handle small;
+	ck_assert_int_eq(ruda_client_create(b, data, sizeof(data), &small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(b, small, back), RUDA_OK);
+	ck_assert_mem_eq(data, back, sizeof(data));
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 Suite *devices_suite(void)
 {
 	Suite *s = suite_create("devices");
@@ -960,6 +1031,7 @@ Suite *devices_suite(void)
 	TCase *own = tcase_create("own daemon");
 	tcase_set_timeout(own, 60);
 	tcase_add_test(own, to_client_quota);
+	tcase_add_test(own, logical_devices_share_the_heap);
 	suite_add_tcase(s, own);
 	return s;
 }

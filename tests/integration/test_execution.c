@@ -117,13 +117,62 @@ START_TEST(exclusive_blocks_others)
 }
 END_TEST
 
+/* A lease that runs out is told apart from a misuse: the holder's
+ * ExclusiveEnd gets ERROR_LEASE_EXPIRED once (then no lease is held:
+ * INVALID_ARGUMENT), its work meanwhile completes correctly, and a session
+ * that never held a lease gets INVALID_ARGUMENT. */
 START_TEST(exclusive_times_out)
 {
-	ck_assert_int_eq(ruda_client_exclusive_begin(client, 200), RUDA_OK);
+	char why[256];
 	ruda_client *other = test_connect(&daemon_, "outlasts");
+	ck_assert_int_eq(ruda_client_exclusive_end(other), RUDA_ERROR_INVALID_ARGUMENT);
+	ruda_client_last_error(other, why, sizeof(why));
+	ck_assert_msg(strstr(why, "holds no exclusive lease"), "%s", why);
+
+	ck_assert_int_eq(ruda_client_exclusive_begin(client, 200), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(other), RUDA_OK); /* after the 200 ms lease */
+	/* the holder's own work after the expiry still runs and is right */
+	uint8_t data[4096], back[4096];
+	test_fill_random(data, sizeof(data), 23);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_create(client, data, sizeof(data), &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
+	ck_assert_mem_eq(data, back, sizeof(data));
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_ERROR_LEASE_EXPIRED);
+	ruda_client_last_error(client, why, sizeof(why));
+	ck_assert_msg(strstr(why, "expired after 200 ms") && strstr(why, "max_exclusive_ms 10000"),
+		      "%s", why);
+	ck_assert_str_eq(ruda_strerror(RUDA_ERROR_LEASE_EXPIRED), "the exclusive lease expired");
+	/* told once: the lease is gone now */
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_ERROR_INVALID_ARGUMENT);
+	/* a new lease ended in time is fine, and forgets an old expiry */
+	ck_assert_int_eq(ruda_client_exclusive_begin(client, 150), RUDA_OK);
+	usleep(400 * 1000);
+	ck_assert_int_eq(ruda_client_exclusive_begin(client, 5000), RUDA_OK);
+	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_exclusive_end(client), RUDA_ERROR_INVALID_ARGUMENT);
 	ruda_client_close(other);
+}
+END_TEST
+
+/* Asking for longer than max_exclusive_ms: the lease ends at the limit and
+ * the message names it. */
+START_TEST(exclusive_expires_at_the_limit)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, (const char *const[]){"--set", "max_exclusive_ms=300", NULL});
+	ruda_client *c = test_connect(&d, "holder"), *other = test_connect(&d, "other");
+	ck_assert_int_eq(ruda_client_exclusive_begin(c, 60000), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(other), RUDA_OK); /* after the 300 ms lease */
+	ck_assert_int_eq(ruda_client_exclusive_end(c), RUDA_ERROR_LEASE_EXPIRED);
+	char why[256];
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(strstr(why, "expired after 300 ms (max_exclusive_ms 300 ms)"), "%s", why);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ruda_client_close(other);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
 }
 END_TEST
 
@@ -318,6 +367,7 @@ int main(void)
 	tcase_add_test(tc, profile_windows);
 	tcase_add_test(tc, exclusive_blocks_others);
 	tcase_add_test(tc, exclusive_times_out);
+	tcase_add_test(tc, exclusive_expires_at_the_limit);
 	tcase_add_test(tc, exclusive_holder_killed);
 	tcase_add_test(tc, out_of_bounds_write_is_contained);
 	tcase_add_test(tc, unchecked_needs_policy);

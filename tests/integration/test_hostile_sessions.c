@@ -490,7 +490,7 @@ START_TEST(leases_follow_the_policy)
 	usleep(200000);
 	ck_assert_int_eq(ruda_client_exclusive_begin(c, 60000), RUDA_OK);
 	usleep(400000);
-	ck_assert_int_eq(ruda_client_exclusive_end(c), RUDA_ERROR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ruda_client_exclusive_end(c), RUDA_ERROR_LEASE_EXPIRED);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
 }

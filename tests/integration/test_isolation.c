@@ -70,7 +70,7 @@ static void expect_zeros_where_pattern_was(void)
 {
 	ruda_memory_usage before, after;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
-	ck_assert_uint_ge(before.pages, 2); /* the empty shared page and the kept one */
+	ck_assert_uint_ge(before.device_pages, 2); /* the empty shared page and the kept one */
 	ruda_handle h[NSHARED + 1];
 	for (size_t i = 0; i <= NSHARED; i++)
 		ck_assert_int_eq(ruda_client_empty(client,
@@ -78,8 +78,8 @@ static void expect_zeros_where_pattern_was(void)
 						   &h[i]),
 				 RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
-	ck_assert_uint_eq(after.pages, before.pages);
-	ck_assert_uint_eq(after.bytes_reserved, before.bytes_reserved);
+	ck_assert_uint_eq(after.device_pages, before.device_pages);
+	ck_assert_uint_eq(after.device_bytes_reserved, before.device_bytes_reserved);
 	uint8_t *back = malloc(DEDICATED_SIZE);
 	for (size_t i = 0; i <= NSHARED; i++) {
 		memset(back, 0xff, DEDICATED_SIZE);
@@ -104,7 +104,7 @@ START_TEST(empty_after_release_reads_zeros)
 	ruda_memory_usage u;
 	ck_assert_int_eq(ruda_client_memory_usage(a, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 0);
-	ck_assert_uint_eq(u.pages, 2); /* the shared page, empty, and the dedicated one, kept */
+	ck_assert_uint_eq(u.device_pages, 2); /* the shared page, empty, and the dedicated one, kept */
 	expect_zeros_where_pattern_was();
 	ruda_client_close(a);
 }
@@ -387,7 +387,7 @@ START_TEST(large_free_while_another_round_trips)
 		 * big buffer's (kept on release: docs/memory.md) */
 		ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 		ck_assert_int_eq(ruda_client_memory_usage(client, &held), RUDA_OK);
-		ck_assert_uint_ge(held.bytes_reserved, before.bytes_reserved + big);
+		ck_assert_uint_ge(held.device_bytes_reserved, before.device_bytes_reserved + big);
 		int done = atomic_load(&rt.done);
 		ck_assert_int_eq(ruda_client_release(client, h), RUDA_OK);
 		ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
@@ -396,8 +396,8 @@ START_TEST(large_free_while_another_round_trips)
 		 * driver has the memory back */
 		ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
 		ck_assert_uint_eq(after.allocations, 0);
-		ck_assert_uint_eq(after.bytes_reserved, held.bytes_reserved - big);
-		ck_assert_uint_eq(after.pages, held.pages - 1);
+		ck_assert_uint_eq(after.device_bytes_reserved, held.device_bytes_reserved - big);
+		ck_assert_uint_eq(after.device_pages, held.device_pages - 1);
 		/* the other client went on meanwhile */
 		while (atomic_load(&rt.done) < done + 3)
 			usleep(1000);
@@ -411,7 +411,7 @@ START_TEST(large_free_while_another_round_trips)
 	/* the other client's small buffer left an empty shared page, kept */
 	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
-	ck_assert_uint_eq(after.bytes_reserved, before.bytes_reserved);
+	ck_assert_uint_eq(after.device_bytes_reserved, before.device_bytes_reserved);
 }
 END_TEST
 

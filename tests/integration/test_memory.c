@@ -53,6 +53,69 @@ START_TEST(try_empty_verdicts)
 }
 END_TEST
 
+/* memory_usage is this client's: another client's buffers do not show in
+ * its seed fields (allocations, bytes in use, padding, reserved) or pages;
+ * the device_* fields are the device's, the same for both. */
+START_TEST(memory_usage_is_per_client)
+{
+	ruda_client *idle = test_connect(&daemon_, "idle");
+	ruda_device_properties p;
+	ruda_client_properties(client, &p);
+	ruda_memory_usage base;
+	ck_assert_int_eq(ruda_client_memory_usage(idle, &base), RUDA_OK);
+	/* ten small buffers (shared pages) and one over 64 MiB (a page of its
+	 * own on every device: above a quarter page, pages are <= 256 MiB) */
+	ruda_handle small[10], big;
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(ruda_client_try_empty(client, 1000 + (uint64_t)i, &small[i]),
+				 RUDA_OK);
+	ck_assert_int_eq(ruda_client_try_empty(client, (64u << 20) + 4096, &big), RUDA_OK);
+	uint8_t data[1000], back[1000];
+	test_fill_random(data, sizeof(data), 9);
+	ck_assert_int_eq(ruda_client_write(client, small[0], 0, data, sizeof(data)), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+
+	ruda_memory_usage mine, theirs;
+	ck_assert_int_eq(ruda_client_memory_usage(client, &mine), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(idle, &theirs), RUDA_OK);
+	uint64_t asked = (64u << 20) + 4096 + 10 * 1000 + 45;
+	ck_assert_uint_eq(mine.allocations, 11);
+	ck_assert_uint_eq(mine.bytes_in_use, asked);
+	ck_assert_uint_gt(mine.bytes_padding, 0); /* sizes of 1000-1009 bytes are aligned */
+	ck_assert_uint_eq(mine.bytes_reserved, mine.bytes_in_use + mine.bytes_padding);
+	ck_assert_uint_eq(mine.bytes_reserved, mine.uid_bytes); /* the idle one holds none */
+	ck_assert_uint_eq(mine.pages, 1); /* the big one's */
+	/* before, the idle client read the device's bytes and pages here */
+	ck_assert_uint_eq(theirs.allocations, 0);
+	ck_assert_uint_eq(theirs.bytes_in_use, 0);
+	ck_assert_uint_eq(theirs.bytes_padding, 0);
+	ck_assert_uint_eq(theirs.bytes_reserved, 0);
+	ck_assert_uint_eq(theirs.pages, 0);
+	/* the device's figures: the same for both, the big page and a shared one */
+	ck_assert_uint_eq(mine.device_bytes_reserved, theirs.device_bytes_reserved);
+	ck_assert_uint_eq(mine.device_pages, theirs.device_pages);
+	ck_assert_uint_ge(theirs.device_bytes_reserved,
+			  base.device_bytes_reserved + mine.bytes_reserved);
+	ck_assert_uint_ge(theirs.device_pages, base.device_pages + 1);
+	ck_assert_uint_ge(theirs.device_bytes_reserved, mine.bytes_reserved);
+
+	/* released: the client's figures go back to 0 */
+	for (int i = 1; i < 10; i++)
+		ck_assert_int_eq(ruda_client_release(client, small[i]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(client, big), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+	ck_assert_int_eq(ruda_client_memory_usage(client, &mine), RUDA_OK);
+	ck_assert_uint_eq(mine.allocations, 1);
+	ck_assert_uint_eq(mine.bytes_in_use, 1000);
+	ck_assert_uint_eq(mine.pages, 0);
+	ck_assert_uint_eq(mine.bytes_reserved, mine.bytes_in_use + mine.bytes_padding);
+	/* the buffer kept is intact beside the idle client's queries */
+	ck_assert_int_eq(ruda_client_read_one(client, small[0], back), RUDA_OK);
+	ck_assert_mem_eq(data, back, sizeof(data));
+	ruda_client_close(idle);
+}
+END_TEST
+
 /* More than the device's memory heap holds, in buffers each under the
  * size limit: OUT_OF_MEMORY, at once and naming the allocation. The heap is
  * filled with buffers of at most the largest size one buffer may have (a
@@ -113,7 +176,7 @@ START_TEST(small_buffers_share_pages)
 	ck_assert_uint_gt(u.bytes_padding, 0); /* rounded to the alignment */
 	ck_assert_uint_lt(u.bytes_padding, (uint64_t)N * 1024);
 	/* a page or two, not one allocation per buffer */
-	ck_assert_uint_le(u.pages, 2);
+	ck_assert_uint_le(u.device_pages, 2);
 	/* neighbours in one page keep their own bytes */
 	for (int i = 0; i < N; i += 97) {
 		uint8_t data[SIZE], back[SIZE];
@@ -141,7 +204,7 @@ static ruda_memory_usage big_buffer_made_and_released(ruda_client *c,
 	ruda_memory_usage full;
 	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &full), RUDA_OK);
-	ck_assert_uint_ge(full.bytes_reserved, base->bytes_reserved + (100u << 20));
+	ck_assert_uint_ge(full.device_bytes_reserved, base->device_bytes_reserved + (100u << 20));
 	ruda_client_release(c, big);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	return full;
@@ -158,13 +221,13 @@ START_TEST(cleanup_gives_pages_back)
 	for (int i = 0; i < 64; i++)
 		ruda_client_empty(client, 1 << 20, &h[i]);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &full), RUDA_OK);
-	ck_assert_uint_ge(full.bytes_reserved, before.bytes_reserved + (64u << 20));
+	ck_assert_uint_ge(full.device_bytes_reserved, before.device_bytes_reserved + (64u << 20));
 	for (int i = 0; i < 64; i++)
 		ruda_client_release(client, h[i]);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &after), RUDA_OK);
-	ck_assert_uint_le(after.bytes_reserved, before.bytes_reserved);
+	ck_assert_uint_le(after.device_bytes_reserved, before.device_bytes_reserved);
 	/* large buffers have memory of their own, kept on release for the
 	 * next buffer of their size (the heap is more than 8 x 100 MiB here),
 	 * given back by cleanup */
@@ -172,23 +235,23 @@ START_TEST(cleanup_gives_pages_back)
 	ruda_memory_usage kept, again;
 	full = big_buffer_made_and_released(client, &after);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &kept), RUDA_OK);
-	ck_assert_uint_eq(kept.bytes_reserved, full.bytes_reserved);
+	ck_assert_uint_eq(kept.device_bytes_reserved, full.device_bytes_reserved);
 	ck_assert_uint_eq(kept.allocations, 0);
 	ck_assert_uint_eq(kept.bytes_in_use, 0);
 	/* the same size again takes the kept page; another size does not */
 	ck_assert_int_eq(ruda_client_empty(client, 100u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
-	ck_assert_uint_eq(again.pages, kept.pages);
-	ck_assert_uint_eq(again.bytes_reserved, kept.bytes_reserved);
+	ck_assert_uint_eq(again.device_pages, kept.device_pages);
+	ck_assert_uint_eq(again.device_bytes_reserved, kept.device_bytes_reserved);
 	ruda_client_release(client, big);
 	ck_assert_int_eq(ruda_client_empty(client, 101u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
-	ck_assert_uint_eq(again.pages, kept.pages + 1);
+	ck_assert_uint_eq(again.device_pages, kept.device_pages + 1);
 	ruda_client_release(client, big);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_cleanup(client), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &again), RUDA_OK);
-	ck_assert_uint_eq(again.bytes_reserved, after.bytes_reserved);
+	ck_assert_uint_eq(again.device_bytes_reserved, after.device_bytes_reserved);
 }
 END_TEST
 
@@ -331,15 +394,15 @@ START_TEST(kept_pages_age_out)
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
 	full = big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
-	ck_assert_uint_eq(u.bytes_reserved, full.bytes_reserved); /* kept */
+	ck_assert_uint_eq(u.device_bytes_reserved, full.device_bytes_reserved); /* kept */
 	/* given back without any request: the daemon's own clock */
 	int polls = 0;
 	do {
 		usleep(20000);
 		ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
-	} while (u.bytes_reserved != base.bytes_reserved && ++polls < 500);
-	ck_assert_uint_eq(u.bytes_reserved, base.bytes_reserved);
-	ck_assert_uint_eq(u.pages, base.pages);
+	} while (u.device_bytes_reserved != base.device_bytes_reserved && ++polls < 500);
+	ck_assert_uint_eq(u.device_bytes_reserved, base.device_bytes_reserved);
+	ck_assert_uint_eq(u.device_pages, base.device_pages);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
 
@@ -349,7 +412,7 @@ START_TEST(kept_pages_age_out)
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
 	big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
-	ck_assert_uint_eq(u.bytes_reserved, base.bytes_reserved);
+	ck_assert_uint_eq(u.device_bytes_reserved, base.device_bytes_reserved);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
 }
@@ -362,6 +425,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, try_empty_verdicts);
+	tcase_add_test(tc, memory_usage_is_per_client);
 	tcase_add_test(tc, try_empty_out_of_memory);
 	tcase_add_test(tc, small_buffers_share_pages);
 	tcase_add_test(tc, cleanup_gives_pages_back);

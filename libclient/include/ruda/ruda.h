@@ -48,6 +48,7 @@ typedef enum ruda_status {
 	RUDA_ERROR_BUSY = 15,
 	RUDA_ERROR_INTERNAL = 16,
 	RUDA_ERROR_IO = 17,
+	RUDA_ERROR_LEASE_EXPIRED = 18, /* the exclusive lease ran out before its end */
 } ruda_status;
 
 /* A static string describing `status`; never NULL. */
@@ -277,15 +278,28 @@ ruda_status ruda_client_empty(ruda_client *client, size_t size, ruda_handle *out
  */
 ruda_status ruda_client_try_empty(ruda_client *client, size_t size, ruda_handle *out);
 
-/* Allocator accounting (ErasedClient::memory_usage). */
+/*
+ * Allocator accounting (ErasedClient::memory_usage). The seed's fields
+ * (allocations, bytes_in_use, bytes_padding, bytes_reserved) and quota and
+ * pages are this client's own: another client's buffers never show in
+ * them. uid_bytes is its user's (all clients of that uid); the device_*
+ * fields are the whole device's (all clients of the device, kept and empty
+ * pages included; logical devices on one physical device each count their
+ * own).
+ */
 typedef struct ruda_memory_usage {
 	uint64_t allocations;    /* this client's buffers */
 	uint64_t bytes_in_use;   /* bytes they asked for */
-	uint64_t bytes_padding;  /* reserved for them beyond that */
-	uint64_t bytes_reserved; /* device memory rudad holds, for all clients */
+	uint64_t bytes_padding;  /* reserved for them beyond that (alignment) */
+	uint64_t bytes_reserved; /* device memory its buffers occupy: in use + padding
+				  * (what its quota counts) */
 	uint64_t quota;          /* this client's limit, 0 = none */
 	uint64_t uid_bytes;      /* held by all clients of this user */
-	uint64_t pages;          /* device allocations rudad holds, for all clients */
+	uint64_t pages;          /* this client's buffers with a device allocation of
+				  * their own (large or dedicated ones); the others
+				  * share pages with other clients' buffers */
+	uint64_t device_bytes_reserved; /* device memory rudad holds, for all clients */
+	uint64_t device_pages;          /* device allocations rudad holds, for all clients */
 } ruda_memory_usage;
 
 ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
@@ -654,9 +668,17 @@ ruda_status ruda_client_profile(ruda_client *client, void (*task)(void *user), v
  * exclusive_groups) does not let this uid take leases.
  */
 ruda_status ruda_client_exclusive_begin(ruda_client *client, uint32_t timeout_ms);
-/* RUDA_ERROR_INVALID_ARGUMENT when no lease is held (it may have timed out). */
+/*
+ * End the lease. RUDA_ERROR_LEASE_EXPIRED when it ran out first (after
+ * `timeout_ms` or max_exclusive_ms; the message says after how many ms):
+ * the client's work since then ran beside other clients' (its results are
+ * still right; only the exclusivity was lost). That is told to this call
+ * only, once: syncs and other calls of the holder are not failed by an
+ * expiry. RUDA_ERROR_INVALID_ARGUMENT when no lease is held otherwise.
+ */
 ruda_status ruda_client_exclusive_end(ruda_client *client);
-/* Run task(user) holding the device alone (ErasedClient::exclusive). */
+/* Run task(user) holding the device alone (ErasedClient::exclusive);
+ * RUDA_ERROR_LEASE_EXPIRED when the lease ran out before the task ended. */
 ruda_status ruda_client_exclusive(ruda_client *client, void (*task)(void *user), void *user);
 
 /* ---- graphs ------------------------------------------------------------ */
