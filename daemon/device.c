@@ -31,7 +31,7 @@
 #define DEFAULT_CPU_SPIN_US 0u
 /* How often the loop looks for work that stopped making progress. */
 #define WATCHDOG_PERIOD_MS 100u
-/* Timestamp query pairs: submissions in flight and open profiles. */
+/* Timestamp query pairs: one per submission in flight. */
 #define QUERY_PAIRS 4096u
 
 int ruda__vulkan_init(struct ruda_vulkan *vk)
@@ -366,7 +366,10 @@ void ruda__device_query_pair_begin(struct ruda_device *d, VkCommandBuffer cmd, i
 	if (pair < 0)
 		return;
 	vkCmdResetQueryPool(cmd, d->timestamps, 2 * (uint32_t)pair, 2);
-	vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, d->timestamps,
+	/* latched once all earlier commands on the queue are done (other
+	 * sessions' submissions included), not when this one is first seen:
+	 * the pair then holds this submission's time only */
+	vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, d->timestamps,
 			    2 * (uint32_t)pair);
 }
 

@@ -113,7 +113,7 @@ struct ruda_device {
 	uint64_t watch_done, watch_since;
 	uv_async_t async;
 
-	/* timestamp queries, in pairs: one pair per submission or profile */
+	/* timestamp queries, in pairs: one pair per submission in flight */
 	VkQueryPool timestamps; /* VK_NULL_HANDLE: the queue has none */
 	double timestamp_period; /* ns per tick */
 	uint64_t timestamp_mask;

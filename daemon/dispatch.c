@@ -82,7 +82,7 @@ struct reply_waiter {
 	enum wait_kind kind;
 	uint32_t stream;
 	struct ruda_device *device; /* borrowed: devices outlive sessions */
-	int32_t query_pair;         /* WAIT_PROFILE: given back once read */
+	struct ruda_session_profile *profile; /* WAIT_PROFILE: the session's, while it lives */
 	/* WAIT_SYNC: the stream had no error when the sync came, as the arena
 	 * told the client (errors recorded later are the next sync's) */
 	int settled_ok;
@@ -118,10 +118,13 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	struct reply_waiter *w = (struct reply_waiter *)base;
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (w->kind == WAIT_PROFILE) {
-		/* the pair's work is complete: read it, then it is free */
-		struct ruda_device *d = w->device;
-		uint64_t ns = ruda__device_query_pair_ns(d, w->query_pair);
-		ruda__device_query_pair_put(d, w->query_pair);
+		/* the window's submissions are complete and counted (a dead
+		 * session freed its windows) */
+		uint64_t ns = 0;
+		if (s && s->state != RUDA_SESSION_DEAD) {
+			ns = w->profile->gpu_ns;
+			ruda__session_profile_free(s, w->profile);
+		}
 		if (s && s->state != RUDA_SESSION_DEAD && status == RUDA_OK) {
 			Ruda__ProfileReply pr = RUDA__PROFILE_REPLY__INIT;
 			pr.duration_ns = ns;
@@ -197,7 +200,7 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	w->kind = kind;
 	w->stream = s->current->id;
 	w->device = s->device;
-	w->query_pair = -1;
+	w->profile = NULL;
 	w->settled_ok = 0;
 	w->nhandles = nhandles;
 	if (nhandles)
@@ -1244,18 +1247,11 @@ static void handle_profile_start(struct ruda_session *s, const Ruda__Request *re
 				  "profile %llu: id already in use", (unsigned long long)window);
 		return;
 	}
-	struct ruda_session_profile *p = malloc(sizeof(*p));
+	struct ruda_session_profile *p = ruda__session_profile_open(s);
 	if (!p)
 		return; /* ProfileEnd will not find it */
-	p->query_pair = ruda__device_query_pair_get(s->device);
-	p->ended = 0;
-	if (ruda__handle_table_insert(&s->profiles, window, p) < 0) {
-		ruda__device_query_pair_put(s->device, p->query_pair);
-		free(p);
-		return;
-	}
-	if (p->query_pair >= 0)
-		ruda__stream_profile_mark(s->current, p->query_pair, 0);
+	if (ruda__handle_table_insert(&s->profiles, window, p) < 0)
+		ruda__session_profile_free(s, p);
 }
 
 static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
@@ -1267,33 +1263,31 @@ static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
 					   "no open profile %llu", (unsigned long long)window);
 		return;
 	}
-	int32_t pair = p->query_pair;
-	free(p);
-	if (pair < 0) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
-					   s->device->timestamps ? "no free timestamp queries"
-								 : "the device has no timestamps");
+	if (p->refused) {
+		ruda__session_profile_free(s, p);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_BUSY,
+					   "profile %llu: more than %u windows were open at once",
+					   (unsigned long long)window, RUDA_SESSION_MAX_PROFILES);
 		return;
 	}
 	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_PROFILE, NULL, 0);
-	if (!w || ruda__stream_profile_mark(s->current, pair, 1) != RUDA_OK) {
-		free(w);
-		ruda__session_profile_release(s, pair);
+	if (!w) {
+		ruda__session_profile_free(s, p);
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	w->query_pair = pair;
-	ruda__stream_wait(s->current, &w->base);
+	ruda__session_profile_close(s, p);
+	w->profile = p;
+	/* the session's newest submission completes after all its others */
+	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
 }
 
 static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *req)
 {
 	struct ruda_session_profile *p =
 		ruda__handle_table_remove(&s->profiles, req->profile_abandon->window);
-	if (!p)
-		return;
-	ruda__session_profile_release(s, p->query_pair);
-	free(p);
+	if (p)
+		ruda__session_profile_free(s, p);
 }
 
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)

@@ -229,11 +229,15 @@ void ruda__session_destroy(struct ruda_session *s)
 	exclusive_forget(s);
 	ruda__collective_session_gone(s);
 	struct ruda_session_profile *prof;
-	while ((prof = ruda__handle_table_pop(&s->profiles, NULL))) {
-		ruda__session_profile_release(s, prof->query_pair);
+	while ((prof = ruda__handle_table_pop(&s->profiles, NULL)))
+		if (prof->refused)
+			free(prof); /* the others are on the list */
+	ruda__handle_table_finish(&s->profiles);
+	while ((prof = s->measuring)) {
+		s->measuring = prof->next;
 		free(prof);
 	}
-	ruda__handle_table_finish(&s->profiles);
+	s->nmeasuring = 0;
 	if (s->arena) {
 		struct ruda_stream *st;
 		while ((st = ruda__handle_table_pop(&s->streams, NULL))) {
@@ -491,6 +495,7 @@ struct submission_waiter {
 	uint64_t session;
 	struct ruda_device *device;
 	uint32_t priority;
+	uint64_t value; /* the submission's number on the device */
 };
 
 static void submission_done(struct ruda_waiter *base, int status)
@@ -501,6 +506,10 @@ static void submission_done(struct ruda_waiter *base, int status)
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s) {
 		s->usage.gpu_time_ns += base->gpu_ns;
+		/* the windows it ran inside: this session's time only */
+		for (struct ruda_session_profile *p = s->measuring; p; p = p->next)
+			if (w->value > p->after && w->value <= p->until)
+				p->gpu_ns += base->gpu_ns;
 		ruda__session_arena_publish(s);
 	}
 	free(w);
@@ -546,6 +555,7 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->session = s->id;
 	w->device = s->device;
 	w->priority = s->priority & 7;
+	w->value = sub->value;
 	/* active at its priority (queries, stats and admin requests do not
 	 * submit, so they do not count) */
 	ruda__priority_submitted(&w->device->priority, w->priority, s->held, uv_hrtime(),
@@ -683,35 +693,41 @@ void ruda__session_submit_all(struct ruda_session *s)
 	ruda__session_each_stream(s, submit_one, NULL);
 }
 
-/* Gives a timestamp pair back once the work that may still write it is
- * done. */
-struct pair_waiter {
-	struct ruda_waiter base;
-	struct ruda_device *device;
-	int32_t pair;
-};
-
-static void pair_waiter_done(struct ruda_waiter *base, int status)
+struct ruda_session_profile *ruda__session_profile_open(struct ruda_session *s)
 {
-	struct pair_waiter *w = (struct pair_waiter *)base;
-	(void)status;
-	ruda__device_query_pair_put(w->device, w->pair);
-	free(w);
+	struct ruda_session_profile *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	/* what was recorded before the window goes in submissions before it */
+	ruda__session_submit_all(s);
+	p->after = s->device->submitted;
+	p->until = UINT64_MAX;
+	if (s->nmeasuring >= RUDA_SESSION_MAX_PROFILES) {
+		p->refused = 1; /* its end says so */
+		return p;
+	}
+	p->next = s->measuring;
+	s->measuring = p;
+	s->nmeasuring++;
+	return p;
 }
 
-void ruda__session_profile_release(struct ruda_session *s, int32_t pair)
+void ruda__session_profile_close(struct ruda_session *s, struct ruda_session_profile *p)
 {
-	if (pair < 0)
-		return;
-	struct pair_waiter *w = malloc(sizeof(*w));
-	if (!w)
-		return; /* leaks one pair rather than risk reusing a busy one */
-	w->base.done = pair_waiter_done;
-	w->device = s->device;
-	w->pair = pair;
-	/* the pair may be on any stream: wait for the session's newest work */
 	ruda__session_submit_all(s);
-	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
+	p->until = s->device->submitted;
+}
+
+void ruda__session_profile_free(struct ruda_session *s, struct ruda_session_profile *p)
+{
+	for (struct ruda_session_profile **link = &s->measuring; *link; link = &(*link)->next) {
+		if (*link == p) {
+			*link = p->next;
+			s->nmeasuring--;
+			break;
+		}
+	}
+	free(p);
 }
 
 /* ---- exclusive access ---------------------------------------------------- */

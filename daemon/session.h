@@ -31,11 +31,19 @@ struct ruda_session_buffer {
 	char *error_message;        /* owned */
 };
 
-/* An open profiling window: a pair of device timestamps. */
+/* A profiling window, open or ended and waiting for its work: the device
+ * time of the session's own submissions numbered in (after, until] (the
+ * device's queue is shared: another session's work never counts). */
 struct ruda_session_profile {
-	int32_t query_pair;
-	int ended;
+	uint64_t after;  /* the device's last submission when it opened */
+	uint64_t until;  /* ... when it ended; UINT64_MAX while open */
+	uint64_t gpu_ns; /* device time of those completed so far */
+	int refused;     /* more than RUDA_SESSION_MAX_PROFILES were measuring */
+	struct ruda_session_profile *next; /* the session's `measuring` list */
 };
+
+/* Windows measuring at a time per session (each completion visits them). */
+#define RUDA_SESSION_MAX_PROFILES 64u
 
 /* A kernel id of the session. */
 struct ruda_session_kernel {
@@ -171,7 +179,9 @@ struct ruda_session {
 	struct ruda_pending_write pending_overflow; /* when the list could not grow */
 	struct ruda_handle_table buffers; /* id -> struct ruda_session_buffer */
 	struct ruda_handle_table kernels; /* id -> struct ruda_session_kernel */
-	struct ruda_handle_table profiles; /* window id -> struct ruda_session_profile */
+	struct ruda_handle_table profiles; /* open window id -> struct ruda_session_profile */
+	struct ruda_session_profile *measuring; /* owned: open and ended windows */
+	uint32_t nmeasuring;
 	struct ruda_handle_table staging;  /* region id -> struct ruda_arena (staging.c) */
 	int allocation_mode;               /* enum ruda_allocation_mode of new buffers */
 	struct ruda_handle_table graphs;   /* id -> struct ruda_graph (owned reference) */
@@ -274,9 +284,14 @@ ruda_status ruda__session_charge_staging(struct ruda_session *session, uint64_t 
 void ruda__session_uncharge_staging(struct ruda_session *session, uint64_t bytes);
 uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid);
 
-/* Give back a profile's timestamp pair once the work that may write it is
- * done. */
-void ruda__session_profile_release(struct ruda_session *session, int32_t pair);
+/* Open a window after everything the session has recorded (submitted now,
+ * so that none of it counts); NULL without memory. */
+struct ruda_session_profile *ruda__session_profile_open(struct ruda_session *session);
+/* End it after everything recorded so far (submitted now): its time is
+ * complete once the session's newest submission has completed. */
+void ruda__session_profile_close(struct ruda_session *session, struct ruda_session_profile *p);
+/* Forget an open or ended window. */
+void ruda__session_profile_free(struct ruda_session *session, struct ruda_session_profile *p);
 /* Release what the context owns (at shutdown). */
 void ruda__session_context_finish(struct ruda_session_context *ctx);
 /* Read again from the sessions whose GPU work has drained (after device

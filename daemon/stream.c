@@ -384,18 +384,6 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 	return after_record(s);
 }
 
-ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int end)
-{
-	VkCommandBuffer cmd = record(s);
-	if (!cmd)
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	if (end)
-		ruda__device_query_pair_end(s->device, cmd, pair);
-	else
-		ruda__device_query_pair_begin(s->device, cmd, pair);
-	return after_record(s);
-}
-
 ruda_status ruda__stream_submit_fills(struct ruda_stream *s)
 {
 	if (record_fills(s, NULL) < 0)

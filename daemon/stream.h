@@ -164,10 +164,6 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
 			   const struct ruda_binding *bindings, uint32_t nbindings,
 			   const void *push, uint32_t push_size);
 
-/* Record the first (end = 0) or second (end = 1) timestamp of a profile's
- * query pair, after everything recorded before it. */
-ruda_status ruda__stream_profile_mark(struct ruda_stream *s, int32_t pair, int end);
-
 /* Submit what is recorded. */
 ruda_status ruda__stream_submit(struct ruda_stream *s);
 /* Submit, then run `waiter` once everything submitted so far is done (at

@@ -3,6 +3,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -77,6 +78,155 @@ START_TEST(profile_windows)
 	ck_assert_int_eq(ruda_client_profile_end(client, 12345, &busy_ns),
 			 RUDA_ERROR_INVALID_HANDLE);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+}
+END_TEST
+
+static double seconds_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* `launches` launches of one invocation doing `iterations` x 256 atomic
+ * adds each (tests/shaders/spin_long), then its count of launches and
+ * adds: a long piece of work, submitted at once. */
+struct spinner {
+	ruda_client *c;
+	ruda_kernel spin;
+	ruda_handle h; /* {launches, adds} */
+	uint32_t iterations, launches;
+	atomic_int launched;
+	double took; /* launch to sync, seconds */
+	ruda_status status;
+	uint64_t launched_total, adds_total; /* what the buffer must count */
+};
+
+static void spinner_init(struct spinner *sp, ruda_client *c)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->c = c;
+	sp->spin = test_register(c, "tests/shaders/spin_long", 1, 4);
+	uint32_t zero[2] = {0, 0};
+	ck_assert_int_eq(ruda_client_create(c, zero, sizeof(zero), &sp->h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	sp->iterations = 1;
+	sp->launches = 1;
+}
+
+static void *spinner_run(void *p)
+{
+	struct spinner *sp = p;
+	double t0 = seconds_now();
+	sp->status = RUDA_OK;
+	for (uint32_t i = 0; i < sp->launches && sp->status == RUDA_OK; i++)
+		sp->status = ruda_client_launch(sp->c, sp->spin, (ruda_count){1, 1, 1}, &sp->h,
+						1, &sp->iterations, 4);
+	if (sp->status == RUDA_OK)
+		sp->status = ruda_client_flush(sp->c);
+	atomic_store(&sp->launched, 1);
+	if (sp->status == RUDA_OK)
+		sp->status = ruda_client_sync(sp->c);
+	sp->took = seconds_now() - t0;
+	sp->launched_total += sp->launches;
+	sp->adds_total += 256ull * sp->iterations * sp->launches;
+	return NULL;
+}
+
+/* Its counts match every launch run whole. */
+static void spinner_check(struct spinner *sp)
+{
+	uint32_t count[2];
+	ck_assert_int_eq(ruda_client_read_one(sp->c, sp->h, count), RUDA_OK);
+	ck_assert_uint_eq(count[0], (uint32_t)sp->launched_total);
+	ck_assert_uint_eq(count[1], (uint32_t)sp->adds_total);
+}
+
+/*
+ * A window counts its own client's work only: A opens one, B starts ~0.5 s
+ * of kernels, A launches one short kernel (which waits behind B's on a
+ * one-queue device) and ends the window: it is far shorter than B's work,
+ * which timestamps around the window on the shared queue would include.
+ * Around A's own long kernels it is most of their time.
+ */
+START_TEST(profile_windows_count_own_work)
+{
+	ruda_client *b = test_connect(&daemon_, "long kernel");
+	struct spinner sb;
+	spinner_init(&sb, b);
+	/* B's work: ~0.5 s on this device (the first launch also compiles) */
+	spinner_run(&sb);
+	ck_assert_int_eq(sb.status, RUDA_OK);
+	for (;;) {
+		sb.iterations = sb.iterations * 16 > 65535 ? 65535 : sb.iterations * 16;
+		spinner_run(&sb);
+		ck_assert_int_eq(sb.status, RUDA_OK);
+		if (sb.took >= 0.3 || sb.iterations == 65535)
+			break;
+	}
+	while (sb.took < 0.3 && sb.launches < 64) {
+		sb.launches *= 2;
+		spinner_run(&sb);
+		ck_assert_int_eq(sb.status, RUDA_OK);
+	}
+	for (int round = 0; round < 2; round++) {
+		ruda_handle h;
+		ck_assert_int_eq(ruda_client_empty(client, 1024 * 4, &h), RUDA_OK);
+		ruda_kernel fill = test_register(client, "fill", 1, 8);
+		ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
+		/* A's window opens (and reaches the queue) first */
+		ruda_profile_window w;
+		uint64_t short_ns = 0;
+		double t0 = seconds_now();
+		ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
+		ck_assert_int_eq(ruda_client_flush(client), RUDA_OK);
+		/* then B's long work, then A's short launch behind it */
+		atomic_store(&sb.launched, 0);
+		pthread_t t;
+		pthread_create(&t, NULL, spinner_run, &sb);
+		while (!atomic_load(&sb.launched))
+			usleep(1000);
+		usleep(50 * 1000); /* B's kernel is on the queue */
+		uint32_t push[2] = {0xC0FFEEu + (uint32_t)round, 1024};
+		ck_assert_int_eq(ruda_client_launch(client, fill, (ruda_count){1, 1, 1}, &h, 1,
+						    push, 8),
+				 RUDA_OK);
+		ck_assert_int_eq(ruda_client_profile_end(client, w, &short_ns), RUDA_OK);
+		double a_wall = seconds_now() - t0;
+		pthread_join(t, NULL);
+		ck_assert_int_eq(sb.status, RUDA_OK);
+		ck_assert_msg((double)short_ns < sb.took * 1e9 / 3,
+			      "A's window around one short launch: %.3f s; B's kernel beside "
+			      "it: %.3f s (A waited %.3f s)",
+			      (double)short_ns / 1e9, sb.took, a_wall);
+		/* A's launch ran and is right */
+		static uint32_t back[1024];
+		ck_assert_int_eq(ruda_client_read_one(client, h, back), RUDA_OK);
+		for (int i = 0; i < 1024; i++)
+			ck_assert_uint_eq(back[i], push[0]);
+		ck_assert_int_eq(ruda_client_release(client, h), RUDA_OK);
+		ck_assert_int_eq(ruda_client_kernel_release(client, fill), RUDA_OK);
+	}
+	spinner_check(&sb); /* B's kernels all ran whole */
+
+	/* A's own long kernel: the window holds most of it */
+	struct spinner sa;
+	spinner_init(&sa, client);
+	sa.iterations = sb.iterations;
+	sa.launches = sb.launches;
+	ruda_profile_window w;
+	uint64_t long_ns = 0;
+	double t0 = seconds_now();
+	ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
+	spinner_run(&sa);
+	ck_assert_int_eq(sa.status, RUDA_OK);
+	ck_assert_int_eq(ruda_client_profile_end(client, w, &long_ns), RUDA_OK);
+	double wall = seconds_now() - t0;
+	ck_assert_msg((double)long_ns > sb.took * 1e9 / 2 && (double)long_ns <= wall * 1e9,
+		      "A's window around its own %.3f s of kernels: %.3f s (%.3f s wall)", sb.took,
+		      (double)long_ns / 1e9, wall);
+	spinner_check(&sa);
+	ruda_client_close(b);
 }
 END_TEST
 
@@ -291,6 +441,8 @@ START_TEST(submission_timeout)
 	if (p.type != RUDA_DEVICE_CPU) {
 		/* the workload below is seconds long only on a CPU device (CI's);
 		 * a GPU finishes it in milliseconds */
+		fprintf(stderr, "SKIP submission_timeout: its workload is seconds long only on a "
+				"CPU device\n");
 		ruda_client_close(c);
 		test_daemon_stop(&d);
 		return;
@@ -365,6 +517,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, gpu_time_is_accounted);
 	tcase_add_test(tc, profile_windows);
+	tcase_add_test(tc, profile_windows_count_own_work);
 	tcase_add_test(tc, exclusive_blocks_others);
 	tcase_add_test(tc, exclusive_times_out);
 	tcase_add_test(tc, exclusive_expires_at_the_limit);

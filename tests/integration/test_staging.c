@@ -287,7 +287,7 @@ START_TEST(unknown_region_and_range_refused)
 	/* the client unmapped it; only the daemon's verdict is exercised */
 	ck_assert_int_eq(ruda_client_read_to_staging(client, (ruda_handle){h.id, 0, 16}, &gone, 0),
 			 RUDA_ERROR_INVALID_HANDLE);
-	ruda_client_sync(client);
+	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK); /* the refusal left no error */
 	assert_client_healthy();
 }
 END_TEST

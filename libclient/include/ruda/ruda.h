@@ -641,14 +641,25 @@ ruda_status ruda_client_sync_buffers(ruda_client *client, const ruda_handle *han
 
 /* ---- profiling and exclusive access ------------------------------------ */
 
-/* A profiling window: device timestamps around the work between its start
- * and end on the client's stream. */
+/*
+ * A profiling window measures this client's own device time: the sum of the
+ * device time of each of its submissions (any of its streams) holding work
+ * it sent between the window's start and end. Other clients' work on the
+ * shared device never counts, even when this client's work waited behind
+ * it; nor does time this client's queue stood idle. A submission's time runs
+ * from when the work before it on the device had finished (timestamps on
+ * GPUs; on CPU drivers such as lavapipe, from its submission or the previous
+ * completion, whichever is later) until its own end. Windows may overlap;
+ * each counts every submission inside it.
+ */
 typedef uint64_t ruda_profile_window;
 
-/* Open a window (ErasedClient::profile_start). */
+/* Open a window (ErasedClient::profile_start); what was sent before it is
+ * submitted now and not counted. */
 ruda_status ruda_client_profile_start(ruda_client *client, ruda_profile_window *out);
-/* Close it and wait for the device time of the work inside it
- * (ErasedClient::profile_end). RUDA_ERROR_UNSUPPORTED without timestamps. */
+/* Close it and wait for this client's device time inside it
+ * (ErasedClient::profile_end). RUDA_ERROR_BUSY when more than 64 of the
+ * client's windows were measuring at once when it opened. */
 ruda_status ruda_client_profile_end(ruda_client *client, ruda_profile_window window,
 				    uint64_t *duration_ns);
 /* Forget a window (ErasedClient::profile_abandon). */
