@@ -1091,8 +1091,11 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		ruda__graph_fail(s->current->capture, st, "%s", message);
 		return;
 	}
+	/* only what the kernel may write is wrong now: its read-only inputs
+	 * (say, a model's weights) keep their bytes and stay readable */
 	for (size_t i = 0; i < l->n_bindings; i++)
-		mark_failed(s, l->bindings[i]->handle, st, message);
+		if (ruda__pipeline_may_write(k ? k->pipeline : NULL, i))
+			mark_failed(s, l->bindings[i]->handle, st, message);
 	ruda__stream_fail(s->current, st, "%s", message);
 }
 

@@ -565,7 +565,13 @@ ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
  * outside the bound ranges cannot touch other memory. A count over the
  * device's max_workgroup_count in any dimension, or counts whose product
  * x*y*z reaches 2^32, fail with RUDA_ERROR_INVALID_ARGUMENT (at the next
- * sync, and on every bound buffer).
+ * sync, and on the buffers the launch may write).
+ * A failed launch's error is recorded on the stream and on the bindings the
+ * kernel may write, never on those it only reads: a binding whose SPIR-V
+ * variables are all NonWritable (GLSL `readonly buffer`) keeps its bytes
+ * and stays readable. An input that already carries an error fails the
+ * launch with it, passing it on to the outputs. With an unknown kernel,
+ * every binding is marked (docs/protocol.md, "Launch").
  */
 ruda_status ruda_client_launch(ruda_client *client, ruda_kernel kernel, ruda_count count,
 			       const ruda_handle *bindings, size_t binding_count,
