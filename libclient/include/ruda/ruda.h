@@ -627,7 +627,13 @@ ruda_status ruda_client_sync(ruda_client *client);
 /* The error recorded against any of `handles`, without waiting. */
 ruda_status ruda_client_check(ruda_client *client, const ruda_handle *handles, size_t count);
 
-/* Wait for the work touching `handles`, then report their errors. */
+/*
+ * Wait for the work touching `handles`, then report their errors. Only the
+ * last work that used each buffer is waited for, not the whole stream: a
+ * long kernel submitted after a buffer's last use does not delay it
+ * (ruda_client_flush after the buffer's work lets it go ahead of work
+ * queued behind it; what was sent in the same batch is waited for too).
+ */
 ruda_status ruda_client_sync_buffers(ruda_client *client, const ruda_handle *handles,
 				     size_t count);
 
