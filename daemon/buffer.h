@@ -34,6 +34,16 @@ struct ruda_buffer {
 	struct ruda_stream *zero_stream; /* borrowed */
 	struct ruda_buffer *zero_next;
 	uint64_t zero_from;
+	/* the last work that used it, which SyncBuffers waits for (not the
+	 * whole session): recorded on `use_stream` (borrowed: a stream of the
+	 * session that owns the buffer, and only its requests record uses) as
+	 * that stream's submission number `use_seq`. `use_value` bounds the
+	 * timeline values of earlier uses, on other streams, already submitted;
+	 * `use_elsewhere`: one was still being recorded when the buffer moved
+	 * to another stream (SyncBuffers then waits for the whole session). */
+	struct ruda_stream *use_stream;
+	uint64_t use_seq, use_value;
+	int use_elsewhere;
 };
 
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */

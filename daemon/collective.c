@@ -462,7 +462,8 @@ static void write_back(struct collective_op *op)
 		w->part = i;
 		op->waiters++;
 		ruda__submission_add_waiter(sub, &w->base);
-		ruda__submission_submit(sub);
+		if (ruda__submission_submit(sub) == 0 && sub->value > b->buffer->use_value)
+			b->buffer->use_value = sub->value; /* SyncBuffers on it waits for the result */
 	}
 }
 
@@ -886,9 +887,11 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		VkBufferCopy region = {.srcOffset = a->src_offset, .dstOffset = 0, .size = op->size};
 		ruda_status made = w ? ruda__buffer_create(s->device, op->size, &tmp)
 				     : RUDA_ERROR_OUT_OF_MEMORY;
-		if (made == RUDA_OK)
+		if (made == RUDA_OK) {
+			ruda__stream_note_use(s->current, src); /* the copy may submit */
 			made = ruda__stream_copy_regions(s->current, src->vk, tmp->vk, &region, 1,
 							 &src->ref, &tmp->ref);
+		}
 		if (made != RUDA_OK) {
 			free(w);
 			if (tmp)
@@ -913,6 +916,8 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 			.dstOffset = (uint64_t)i * op->size,
 			.size = op->size,
 		};
+		if (w)
+			ruda__stream_note_use(s->current, src); /* the copy may submit */
 		if (!w || ruda__stream_copy_regions(s->current, src->vk, host, &region, 1,
 						    &src->ref, &op->staging->ref) != RUDA_OK) {
 			free(w);

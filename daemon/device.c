@@ -492,6 +492,22 @@ void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter
 	sub->waiters_tail = &waiter->next;
 }
 
+void ruda__device_wait_value(struct ruda_device *d, uint64_t value, struct ruda_waiter *waiter)
+{
+	/* done already (its submission may have left the list, where the first
+	 * one at or past `value` is later work) */
+	if (value <= atomic_load(&d->completed)) {
+		waiter->done(waiter, RUDA_OK);
+		return;
+	}
+	for (struct ruda_submission *sub = d->inflight; sub; sub = sub->next)
+		if (sub->value >= value) {
+			ruda__submission_add_waiter(sub, waiter);
+			return;
+		}
+	waiter->done(waiter, ruda__device_failure(d));
+}
+
 void ruda__submission_discard(struct ruda_submission *sub, int status)
 {
 	vkEndCommandBuffer(sub->cmd);

@@ -176,6 +176,12 @@ struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
 /* Keep `ref` alive until the submission completes (takes a new reference). */
 int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref);
 void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter);
+/* Run `waiter` once the submission of timeline value `value` has completed
+ * (submissions complete in order on the one queue): at once with RUDA_OK
+ * when it has, or with the device's failure when it is in flight no more
+ * and never completed. */
+void ruda__device_wait_value(struct ruda_device *device, uint64_t value,
+			     struct ruda_waiter *waiter);
 /* End, submit and hand to the completion thread. On failure the
  * submission's waiters see the error and the device counts as lost. */
 int ruda__submission_submit(struct ruda_submission *sub);

@@ -1094,8 +1094,11 @@ static void handle_launch(struct ruda_session *s, const Ruda__Request *req)
 		ruda__graph_fail(s->current->capture, st, "%s", message);
 		return;
 	}
+	/* only what the kernel may write is wrong now: its read-only inputs
+	 * (say, a model's weights) keep their bytes and stay readable */
 	for (size_t i = 0; i < l->n_bindings; i++)
-		mark_failed(s, l->bindings[i]->handle, st, message);
+		if (ruda__pipeline_may_write(k ? k->pipeline : NULL, i))
+			mark_failed(s, l->bindings[i]->handle, st, message);
 	ruda__stream_fail(s->current, st, "%s", message);
 }
 
@@ -1132,7 +1135,34 @@ static void handle_check(struct ruda_session *s, const Ruda__Request *req)
 static void handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__SyncBuffers *sb = req->sync_buffers;
-	wait_then_reply(s, req->id, WAIT_SYNC_BUFFERS, sb->handles, sb->n_handles);
+	/* only the last work that used them: an unrelated kernel running on
+	 * the same stream is not waited for */
+	uint64_t target = 0;
+	for (size_t i = 0; i < sb->n_handles; i++) {
+		struct ruda_session_buffer *e = buffer_entry(s, sb->handles[i]);
+		if (!e || !e->buffer)
+			continue; /* its error is the reply */
+		struct ruda_buffer *b = e->buffer;
+		if (b->use_elsewhere) {
+			/* a use on another stream was still recorded when it moved:
+			 * bounded by everything the session has recorded */
+			ruda__session_submit_all(s);
+			uint64_t all = ruda__session_latest_stream(s)->last_value;
+			if (all > b->use_value)
+				b->use_value = all;
+			b->use_elsewhere = 0;
+		}
+		int64_t v = ruda__stream_buffer_done_value(b);
+		if (v > 0 && (uint64_t)v > target)
+			target = (uint64_t)v;
+	}
+	struct reply_waiter *w =
+		reply_waiter_new(s, req->id, WAIT_SYNC_BUFFERS, sb->handles, sb->n_handles);
+	if (!w) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	ruda__device_wait_value(s->device, target, &w->base);
 }
 
 static void handle_fence(struct ruda_session *s, const Ruda__Request *req)

@@ -21,6 +21,7 @@ static void graph_destroy(struct ruda_ref *ref)
 	for (size_t i = 0; i < g->nheld; i++)
 		ruda_ref_put(g->held[i]);
 	free(g->held);
+	free(g->buffers);
 	free(g);
 }
 
@@ -89,6 +90,26 @@ static int hold(struct ruda_graph *g, struct ruda_ref *ref)
 	return 0;
 }
 
+/* Hold `b`, and list it for replays when it is new to the graph. */
+static int hold_buffer(struct ruda_graph *g, struct ruda_buffer *b)
+{
+	size_t before = g->nheld;
+	if (hold(g, &b->ref) < 0)
+		return -1;
+	if (g->nheld == before)
+		return 0;
+	if (g->nbuffers == g->buffers_cap) {
+		size_t cap = g->buffers_cap ? g->buffers_cap * 2 : 8;
+		struct ruda_buffer **buffers = realloc(g->buffers, cap * sizeof(*buffers));
+		if (!buffers)
+			return -1;
+		g->buffers = buffers;
+		g->buffers_cap = cap;
+	}
+	g->buffers[g->nbuffers++] = b;
+	return 0;
+}
+
 ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
 			       const struct ruda_launch_count *count,
 			       const struct ruda_binding *bindings,
@@ -99,9 +120,9 @@ ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
 	if (hold(g, &p->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	for (uint32_t i = 0; i < nbindings; i++)
-		if (hold(g, &bindings[i].buffer->ref) < 0)
+		if (hold_buffer(g, bindings[i].buffer) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
-	if (count->buffer && hold(g, &count->buffer->ref) < 0)
+	if (count->buffer && hold_buffer(g, count->buffer) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	/* in order, as on a stream: each launch after the one before it */
 	ruda__record_barrier(g->cmd);
@@ -218,6 +239,9 @@ void ruda__graph_handle_replay(struct ruda_session *s, const Ruda__Request *req)
 				 (unsigned long long)req->id, (unsigned long long)id, st->id);
 		return;
 	}
+	/* before: recording the replay may submit it */
+	for (size_t i = 0; i < g->nbuffers; i++)
+		ruda__stream_note_use(st, g->buffers[i]);
 	ruda_status status = ruda__stream_execute(st, g->cmd, g->launches, &g->ref);
 	if (status != RUDA_OK) {
 		ruda__stream_fail(st, status, "replay (request %llu) of graph %llu: %s",

@@ -36,6 +36,9 @@ struct ruda_graph {
 	struct ruda_bind_cache bound; /* what its last launch left bound */
 	struct ruda_ref **held;     /* owned references: kernels and buffers */
 	size_t nheld, held_cap;
+	/* the buffers among them (borrowed), each noted as used by a replay */
+	struct ruda_buffer **buffers;
+	size_t nbuffers, buffers_cap;
 	ruda_status error;          /* first failure of a captured request */
 	char error_message[320];
 };

@@ -119,7 +119,9 @@ static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 		.limits = &limits,
 		.spec = p->spec,
 		.nspec = p->nspec,
+		.writable = &p->writable,
 	};
+	p->writable = UINT64_MAX; /* until the module says otherwise */
 	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, &expected, p->error,
 			      sizeof(p->error)) < 0) {
 		p->status = RUDA_ERROR_INVALID_KERNEL;

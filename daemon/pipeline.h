@@ -57,6 +57,9 @@ struct ruda_pipeline {
 	size_t spirv_size;
 	char *entry_point; /* owned */
 	uint32_t binding_count;
+	/* bit i: the module may write binding i (no NonWritable on it); only
+	 * these carry the error of a launch that fails (when READY) */
+	uint64_t writable;
 	uint32_t push_constant_size;
 	ruda_spec_constant *spec; /* owned */
 	uint32_t nspec;
@@ -119,6 +122,15 @@ size_t ruda__pipeline_registry_trim(struct ruda_pipeline_registry *reg, size_t k
  * an empty batch, then trims malloc's arenas in the thread pool. Loop
  * thread; call after dropping pipelines. */
 void ruda__pipeline_registry_release_memory(struct ruda_pipeline_registry *reg);
+
+/* Whether a launch of `p` may write its binding `i`: unknown kernels and
+ * bindings it does not declare count as written. */
+static inline int ruda__pipeline_may_write(const struct ruda_pipeline *p, size_t i)
+{
+	if (!p || p->state != RUDA_PIPELINE_READY || i >= p->binding_count || i >= 64)
+		return 1;
+	return (int)(p->writable >> i & 1);
+}
 
 static inline void ruda__pipeline_put(struct ruda_pipeline *pipeline)
 {

@@ -53,6 +53,7 @@ enum {
 	DECORATION_BINDING = 33,
 	DECORATION_DESCRIPTOR_SET = 34,
 	DECORATION_BUILTIN = 11,
+	DECORATION_NON_WRITABLE = 24,
 };
 
 #define BUILTIN_WORKGROUP_SIZE 25u
@@ -79,6 +80,8 @@ struct id_info {
 	uint32_t array_stride, matrix_stride;
 	uint32_t spec_id; /* UINT32_MAX: none */
 	uint8_t block, buffer_block, workgroup_size;
+	uint8_t non_writable;         /* a variable decorated NonWritable */
+	uint32_t non_writable_members; /* a struct's distinct members decorated NonWritable */
 	/* memos for the limit checks: value of a constant, size of a type */
 	uint8_t value_state, size_state; /* enum memo */
 	uint64_t value, size;
@@ -193,6 +196,8 @@ static int collect(const struct module *m, uint32_t op, const uint32_t *o, uint3
 			info->spec_id = o[2];
 		else if (o[1] == DECORATION_BUILTIN && n >= 3 && o[2] == BUILTIN_WORKGROUP_SIZE)
 			info->workgroup_size = 1;
+		else if (o[1] == DECORATION_NON_WRITABLE)
+			info->non_writable = 1;
 		break;
 	case OP_MEMBER_DECORATE:
 		if (n >= 4 && o[2] == DECORATION_MATRIX_STRIDE && (info = id(m, o[0])))
@@ -201,6 +206,66 @@ static int collect(const struct module *m, uint32_t op, const uint32_t *o, uint3
 	default:
 		break;
 	}
+	return 0;
+}
+
+static const uint32_t *definition(const struct module *m, uint32_t i, uint32_t *op, uint32_t *n);
+
+/* (struct << 32 | member) of every OpMemberDecorate NonWritable. */
+struct member_marks {
+	uint64_t *pairs;
+	size_t n, cap;
+	int oom;
+};
+
+static int collect_non_writable(const struct module *m, uint32_t op, const uint32_t *o,
+				uint32_t n, void *data)
+{
+	(void)m;
+	struct member_marks *mm = data;
+	if (op != OP_MEMBER_DECORATE || n < 3 || o[2] != DECORATION_NON_WRITABLE)
+		return 0;
+	if (mm->n == mm->cap) {
+		size_t cap = mm->cap ? mm->cap * 2 : 16;
+		uint64_t *p = realloc(mm->pairs, cap * sizeof(*p));
+		if (!p) {
+			mm->oom = 1;
+			return -ENOMEM;
+		}
+		mm->pairs = p;
+		mm->cap = cap;
+	}
+	mm->pairs[mm->n++] = (uint64_t)o[0] << 32 | o[1];
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Count each struct's distinct NonWritable members (a member decorated
+ * twice counts once), in O(n log n) however hostile the module. */
+static int count_non_writable_members(const struct module *m)
+{
+	struct member_marks mm = {0};
+	each_instruction(m, collect_non_writable, &mm);
+	if (mm.oom) {
+		free(mm.pairs);
+		return -ENOMEM;
+	}
+	if (mm.n)
+		qsort(mm.pairs, mm.n, sizeof(*mm.pairs), cmp_u64);
+	for (size_t i = 0; i < mm.n; i++) {
+		uint32_t op, n, member = (uint32_t)mm.pairs[i];
+		const uint32_t *o = definition(m, (uint32_t)(mm.pairs[i] >> 32), &op, &n);
+		if (!o || op != OP_TYPE_STRUCT || member >= n - 1 ||
+		    (i && mm.pairs[i] == mm.pairs[i - 1]))
+			continue;
+		m->ids[o[0]].non_writable_members++;
+	}
+	free(mm.pairs);
 	return 0;
 }
 
@@ -290,6 +355,7 @@ struct check {
 	char *why;
 	size_t why_len;
 	int found_entry;
+	uint64_t writable; /* bindings some variable may write */
 };
 
 static int check_capability(uint32_t cap, const struct ruda_spirv_features *f, const char **name)
@@ -320,6 +386,20 @@ static int check_capability(uint32_t cap, const struct ruda_spirv_features *f, c
 			return *(const bool *)((const char *)f + needs[i].feature);
 		}
 	return 1;
+}
+
+/* Whether a storage buffer variable of block type `block` is read-only:
+ * NonWritable on the variable (SPIR-V 1.4 and later may put it there), or
+ * on every member of its block (GLSL's `readonly buffer` before 1.4). */
+static int read_only(const struct module *m, const struct id_info *var, uint32_t block)
+{
+	if (var->non_writable)
+		return 1;
+	uint32_t op, n;
+	const uint32_t *o = definition(m, block, &op, &n);
+	if (!o || op != OP_TYPE_STRUCT || n < 2)
+		return 0;
+	return m->ids[block].non_writable_members >= n - 1;
 }
 
 static int check_instruction(const struct module *m, uint32_t op, const uint32_t *o, uint32_t n,
@@ -393,6 +473,8 @@ static int check_instruction(const struct module *m, uint32_t op, const uint32_t
 			 var->binding);
 		return -EINVAL;
 	}
+	if (!read_only(m, var, pointee) && var->binding < 64)
+		c->writable |= 1ull << var->binding;
 	return 0;
 }
 
@@ -932,8 +1014,15 @@ int ruda__spirv_check(const uint32_t *words, size_t nwords, const struct ruda_sp
 		m.ids[i].spec_id = UINT32_MAX;
 	}
 	each_instruction(&m, collect, NULL);
+	if (count_non_writable_members(&m) < 0) {
+		snprintf(why, why_len, "out of memory");
+		free(m.ids);
+		return -ENOMEM;
+	}
 	struct check c = {.layout = l, .why = why, .why_len = why_len};
 	err = each_instruction(&m, check_instruction, &c);
+	if (!err && l->writable)
+		*l->writable = c.writable;
 	if (!err && !c.found_entry) {
 		snprintf(why, why_len, "no GLCompute entry point named \"%s\"", l->entry_point);
 		err = -EINVAL;

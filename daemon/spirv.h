@@ -48,6 +48,10 @@ struct ruda_spirv_layout {
 	const struct ruda_spirv_limits *limits; /* NULL: not checked */
 	const ruda_spec_constant *spec;         /* the request's specialization */
 	uint32_t nspec;
+	/* out, when set: bit i for each binding i that a variable not
+	 * decorated NonWritable (itself, or on every member of its block)
+	 * uses, i.e. that the kernel may write */
+	uint64_t *writable;
 };
 
 /*

@@ -87,6 +87,47 @@ void ruda__stream_note_write(struct ruda_stream *s, uint64_t id)
 		s->rec_first_write = id;
 }
 
+/* The timeline value ending submission number `seq` of `s`, or of a later
+ * one of it when `seq` has left the ring of recent values (waiting for a
+ * later one of the same stream only waits longer); 0 while `seq` is being
+ * recorded, or was never submitted. */
+static uint64_t submission_value(const struct ruda_stream *s, uint64_t seq)
+{
+	if (seq >= s->recent_next)
+		return 0;
+	if (s->recent_next - seq > RUDA_STREAM_MAX_INFLIGHT)
+		seq = s->recent_next - RUDA_STREAM_MAX_INFLIGHT;
+	return s->recent[seq % RUDA_STREAM_MAX_INFLIGHT];
+}
+
+void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *b)
+{
+	if (b->use_stream && b->use_stream != s) {
+		/* the use it leaves behind on the other stream */
+		uint64_t v = submission_value(b->use_stream, b->use_seq);
+		if (v > b->use_value)
+			b->use_value = v;
+		if (!v && b->use_stream->recording && b->use_seq == b->use_stream->recent_next)
+			b->use_elsewhere = 1;
+	}
+	b->use_stream = s;
+	b->use_seq = s->recent_next; /* the number the recording will have */
+}
+
+int64_t ruda__stream_buffer_done_value(struct ruda_buffer *b)
+{
+	if (b->use_elsewhere)
+		return -1;
+	uint64_t v = 0;
+	struct ruda_stream *s = b->use_stream;
+	if (s) {
+		if (b->use_seq == s->recent_next && s->recording)
+			ruda__stream_submit(s); /* the use is still being recorded */
+		v = submission_value(s, b->use_seq);
+	}
+	return (int64_t)(v > b->use_value ? v : b->use_value);
+}
+
 void ruda__record_barrier(VkCommandBuffer cmd)
 {
 	VkMemoryBarrier barrier = {
@@ -144,6 +185,7 @@ static int record_fills(struct ruda_stream *s, struct ruda_buffer *skip)
 			return -1;
 		/* what the writes since it was made have not covered */
 		vkCmdFillBuffer(cmd, b->vk, b->zero_from, VK_WHOLE_SIZE, 0);
+		ruda__stream_note_use(s, b);
 		s->device->stats.zero_filled_bytes += b->vk_size - b->zero_from;
 		s->recording->commands++;
 		s->records_fills = 1;
@@ -190,6 +232,7 @@ static ruda_status copy(struct ruda_stream *s, VkBuffer src, uint64_t src_offset
 	VkCommandBuffer cmd = record_after_fills(s, written_whole);
 	if (!cmd || ruda__submission_hold(s->recording, &held->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
+	ruda__stream_note_use(s, held);
 	if (size) {
 		VkBufferCopy region = {.srcOffset = src_offset, .dstOffset = dst_offset, .size = size};
 		vkCmdCopyBuffer(cmd, src, dst, 1, &region);
@@ -362,11 +405,15 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 	VkCommandBuffer cmd = record(s);
 	if (!cmd || hold_once(s->recording, &p->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	for (uint32_t i = 0; i < nbindings; i++)
+	for (uint32_t i = 0; i < nbindings; i++) {
 		if (hold_once(s->recording, &bindings[i].buffer->ref) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
+		ruda__stream_note_use(s, bindings[i].buffer);
+	}
 	if (count->buffer && hold_once(s->recording, &count->buffer->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
+	if (count->buffer)
+		ruda__stream_note_use(s, count->buffer);
 	ruda__record_dispatch(s->device, cmd, &s->bound, p, count, bindings, nbindings, push,
 			      push_size);
 	return after_record(s);

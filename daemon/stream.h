@@ -164,6 +164,16 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
 			   const struct ruda_binding *bindings, uint32_t nbindings,
 			   const void *push, uint32_t push_size);
 
+/* Note that `buffer` is used by the command being recorded on `s` (see
+ * struct ruda_buffer's use_* fields). */
+void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *buffer);
+/* The timeline value that ends the last work recorded that uses `buffer`
+ * (or a later one: never an earlier), submitting its stream first when
+ * that work is still being recorded there; 0 when nothing is left to wait
+ * for. -1 (and nothing submitted) when only the whole session's work
+ * bounds it (use_elsewhere): the caller submits and waits for all of it. */
+int64_t ruda__stream_buffer_done_value(struct ruda_buffer *buffer);
+
 /* Submit what is recorded. */
 ruda_status ruda__stream_submit(struct ruda_stream *s);
 /* Submit, then run `waiter` once everything submitted so far is done (at

@@ -7,6 +7,10 @@
 
 #include "harness.h"
 
+/* the header defines this constant; spirv.o (linked in) does too */
+#define kDefaultMaxIdBound test_spirv_default_max_id_bound
+#include <spirv-tools/libspirv.h>
+#undef kDefaultMaxIdBound
 #include <vulkan/vulkan.h>
 
 #include "spirv.h"
@@ -102,6 +106,103 @@ START_TEST(accepts_fill)
 	/* more bindings than the module uses is fine */
 	ck_assert_int_eq(check(&m, "main", 4, why, sizeof(why)), 0);
 	free(m.words);
+}
+END_TEST
+
+/* The bindings a module may write: what a failed launch marks. */
+static uint64_t writable_of(const struct module *m, uint32_t bindings, uint32_t push_size)
+{
+	uint64_t writable = 0xdeadbeef;
+	struct ruda_spirv_layout layout = {
+		.api_version = API,
+		.entry_point = "main",
+		.binding_count = bindings,
+		.push_constant_size = push_size,
+		.features = &all_features,
+		.writable = &writable,
+	};
+	char why[512] = "";
+	int rc = ruda__spirv_check(m->words, m->n, &layout, why, sizeof(why));
+	ck_assert_msg(rc == 0, "refused: %s", why);
+	return writable;
+}
+
+/* NonWritable on a variable (SPIR-V 1.4 and later), on one member twice
+ * (not the whole block), on every member, and two variables sharing a
+ * binding, one of them writable. */
+static const char non_writable_asm[] =
+	"OpCapability Shader\n"
+	"OpMemoryModel Logical GLSL450\n"
+	"OpEntryPoint GLCompute %main \"main\" %v0 %v1 %v2 %v3 %v4\n"
+	"OpExecutionMode %main LocalSize 1 1 1\n"
+	"OpDecorate %S1 Block\n"
+	"OpMemberDecorate %S1 0 Offset 0\n"
+	"OpDecorate %S2 Block\n"
+	"OpMemberDecorate %S2 0 Offset 0\n"
+	"OpMemberDecorate %S2 1 Offset 4\n"
+	"OpMemberDecorate %S2 0 NonWritable\n"
+	"OpMemberDecorate %S2 0 NonWritable\n"
+	"OpDecorate %S3 Block\n"
+	"OpMemberDecorate %S3 0 Offset 0\n"
+	"OpMemberDecorate %S3 1 Offset 4\n"
+	"OpMemberDecorate %S3 0 NonWritable\n"
+	"OpMemberDecorate %S3 1 NonWritable\n"
+	"OpDecorate %v0 DescriptorSet 0\n"
+	"OpDecorate %v0 Binding 0\n"
+	"OpDecorate %v0 NonWritable\n"
+	"OpDecorate %v1 DescriptorSet 0\n"
+	"OpDecorate %v1 Binding 1\n"
+	"OpDecorate %v2 DescriptorSet 0\n"
+	"OpDecorate %v2 Binding 2\n"
+	"OpDecorate %v3 DescriptorSet 0\n"
+	"OpDecorate %v3 Binding 3\n"
+	"OpDecorate %v4 DescriptorSet 0\n"
+	"OpDecorate %v4 Binding 3\n"
+	"%void = OpTypeVoid\n"
+	"%fn = OpTypeFunction %void\n"
+	"%uint = OpTypeInt 32 0\n"
+	"%S1 = OpTypeStruct %uint\n"
+	"%S2 = OpTypeStruct %uint %uint\n"
+	"%S3 = OpTypeStruct %uint %uint\n"
+	"%pS1 = OpTypePointer StorageBuffer %S1\n"
+	"%pS2 = OpTypePointer StorageBuffer %S2\n"
+	"%pS3 = OpTypePointer StorageBuffer %S3\n"
+	"%v0 = OpVariable %pS1 StorageBuffer\n"
+	"%v1 = OpVariable %pS2 StorageBuffer\n"
+	"%v2 = OpVariable %pS3 StorageBuffer\n"
+	"%v3 = OpVariable %pS3 StorageBuffer\n"
+	"%v4 = OpVariable %pS1 StorageBuffer\n"
+	"%main = OpFunction %void None %fn\n"
+	"%entry = OpLabel\n"
+	"OpReturn\n"
+	"OpFunctionEnd\n";
+
+START_TEST(reports_writable_bindings)
+{
+	/* GLSL `readonly buffer` (NonWritable on the block's members) */
+	struct module m = load("saxpy"); /* x readonly, y read-write */
+	ck_assert_uint_eq(writable_of(&m, 2, 8), 0x2);
+	free(m.words);
+	m = load("copy"); /* src readonly, dst writeonly */
+	ck_assert_uint_eq(writable_of(&m, 2, 4), 0x2);
+	free(m.words);
+	m = load("fill");
+	ck_assert_uint_eq(writable_of(&m, 1, 8), 0x1);
+	/* bindings the module never declares are not written */
+	ck_assert_uint_eq(writable_of(&m, 4, 8), 0x1);
+	free(m.words);
+
+	spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+	spv_binary bin = NULL;
+	spv_diagnostic diag = NULL;
+	ck_assert_int_eq(spvTextToBinary(ctx, non_writable_asm, sizeof(non_writable_asm) - 1, &bin,
+					 &diag),
+			 SPV_SUCCESS);
+	struct module a = {.words = bin->code, .n = bin->wordCount};
+	ck_assert_uint_eq(writable_of(&a, 4, 0), 0xa);
+	spvBinaryDestroy(bin);
+	spvDiagnosticDestroy(diag);
+	spvContextDestroy(ctx);
 }
 END_TEST
 
@@ -497,6 +598,7 @@ static Suite *spirv_suite(void)
 	tcase_add_test(tc, refuses_garbage_after_header);
 	tcase_add_test(tc, refuses_wrong_entry);
 	tcase_add_test(tc, refuses_undeclared_binding);
+	tcase_add_test(tc, reports_writable_bindings);
 	tcase_add_test(tc, refuses_other_descriptor_set);
 	tcase_add_test(tc, refuses_corrupt_word_count);
 	tcase_add_test(tc, refuses_physical_storage_buffer);

@@ -579,7 +579,13 @@ ruda_status ruda_client_kernel_release(ruda_client *client, ruda_kernel kernel);
  * outside the bound ranges cannot touch other memory. A count over the
  * device's max_workgroup_count in any dimension, or counts whose product
  * x*y*z reaches 2^32, fail with RUDA_ERROR_INVALID_ARGUMENT (at the next
- * sync, and on every bound buffer).
+ * sync, and on the buffers the launch may write).
+ * A failed launch's error is recorded on the stream and on the bindings the
+ * kernel may write, never on those it only reads: a binding whose SPIR-V
+ * variables are all NonWritable (GLSL `readonly buffer`) keeps its bytes
+ * and stays readable. An input that already carries an error fails the
+ * launch with it, passing it on to the outputs. With an unknown kernel,
+ * every binding is marked (docs/protocol.md, "Launch").
  */
 ruda_status ruda_client_launch(ruda_client *client, ruda_kernel kernel, ruda_count count,
 			       const ruda_handle *bindings, size_t binding_count,
@@ -635,7 +641,13 @@ ruda_status ruda_client_sync(ruda_client *client);
 /* The error recorded against any of `handles`, without waiting. */
 ruda_status ruda_client_check(ruda_client *client, const ruda_handle *handles, size_t count);
 
-/* Wait for the work touching `handles`, then report their errors. */
+/*
+ * Wait for the work touching `handles`, then report their errors. Only the
+ * last work that used each buffer is waited for, not the whole stream: a
+ * long kernel submitted after a buffer's last use does not delay it
+ * (ruda_client_flush after the buffer's work lets it go ahead of work
+ * queued behind it; what was sent in the same batch is waited for too).
+ */
 ruda_status ruda_client_sync_buffers(ruda_client *client, const ruda_handle *handles,
 				     size_t count);
 
