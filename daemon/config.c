@@ -105,6 +105,8 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	/* devices enable the extension, or not, when they open */
 	[RUDA_CONFIG_EXPORT_MEMORY] = {.name = "export_memory", .type = T_BOOL,
 				       .offset = F(export_memory)},
+	[RUDA_CONFIG_QUEUES] = {.name = "queues", .type = T_COUNT, .offset = F(queues),
+				.min = 0, .max = 16},
 	[RUDA_CONFIG_MAX_MEMORY_PER_CLIENT] = {.name = "max_memory_per_client", .type = T_MEMORY,
 					       .offset = F(max_memory_per_client),
 					       .reload = true},

@@ -196,13 +196,63 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 			  : "device lost; its work is lost");
 }
 
-/* Work up to timeline value `value` is complete: tell the loop and the
- * clients watching the progress page. */
-static void publish_completed(struct ruda_device *d, uint64_t value)
+/* Work up to timeline value `value` is complete, and each queue's up to
+ * what its timeline says: tell the loop and the clients watching the
+ * progress page. Whether anything moved. */
+static bool publish_completed(struct ruda_device *d, uint64_t value)
 {
-	atomic_store(&d->completed, value);
-	ruda__progress_completed(&d->progress, 0, value);
-	uv_async_send(&d->async);
+	bool moved = false;
+	/* each queue's own value first: a submission is complete once its
+	 * queue's timeline reaches it, whatever the other queues do */
+	for (uint32_t q = 0; q < d->nqueues; q++) {
+		uint64_t v;
+		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
+		    v > atomic_load(&d->queue_done[q])) {
+			atomic_store(&d->queue_done[q], v);
+			ruda__progress_completed(&d->progress, q, v);
+			moved = true;
+		}
+	}
+	if (value > atomic_load(&d->completed)) {
+		atomic_store(&d->completed, value);
+		moved = true;
+	}
+	if (moved)
+		uv_async_send(&d->async);
+	return moved;
+}
+
+/* Whether some queue has completed more than was published. */
+static bool queues_moved(struct ruda_device *d)
+{
+	for (uint32_t q = 0; q < d->nqueues; q++) {
+		uint64_t v;
+		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
+		    v > atomic_load(&d->queue_done[q]))
+			return true;
+	}
+	return false;
+}
+
+int ruda__device_read_completed(struct ruda_device *d, uint64_t *value)
+{
+	/* the last value handed out first: a queue it went to is seen busy
+	 * below (its submitted and floor were stored before target) */
+	uint64_t done = atomic_load(&d->target);
+	for (uint32_t q = 0; q < d->nqueues; q++) {
+		uint64_t submitted = atomic_load(&d->queue_submitted[q]), v;
+		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) != VK_SUCCESS)
+			return -EIO;
+		if (v >= submitted)
+			continue; /* idle: nothing of it holds `done` back */
+		/* every value in flight on it is above both */
+		uint64_t floor = atomic_load(&d->queue_floor[q]);
+		uint64_t below = v > floor ? v : floor;
+		if (below < done)
+			done = below;
+	}
+	*value = done;
+	return 0;
 }
 
 /* Poll the timeline until it reaches `want` or `spin_ns` pass; what it
@@ -217,9 +267,12 @@ static uint64_t spin_on_timeline(struct ruda_device *d, uint64_t want, uint64_t 
 	if (d->spin_ns && transfers > until)
 		until = transfers;
 	while (seen < want) {
-		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &seen) != VK_SUCCESS)
+		if (ruda__device_read_completed(d, &seen) < 0)
 			break;
 		if (seen >= want || uv_hrtime() >= until)
+			break;
+		/* several queues: one finishing is news even if `seen` stays */
+		if (d->nqueues > 1 && queues_moved(d))
 			break;
 		sched_yield();
 	}
@@ -257,22 +310,37 @@ static void *completion_main(void *arg)
 		pthread_mutex_unlock(&d->lock);
 
 		uint64_t seen = spin_on_timeline(d, want, done);
-		if (seen >= want) {
-			publish_completed(d, seen);
+		if (publish_completed(d, seen)) {
 			pthread_mutex_lock(&d->lock);
 			continue;
 		}
 
+		/* wake when any busy queue moves on (one queue: its next value) */
+		VkSemaphore sems[RUDA_MAX_QUEUES];
+		uint64_t values[RUDA_MAX_QUEUES];
+		uint32_t n = 0;
+		VkResult r = VK_SUCCESS;
+		for (uint32_t q = 0; q < d->nqueues && r == VK_SUCCESS; q++) {
+			uint64_t v, submitted = atomic_load(&d->queue_submitted[q]);
+			r = vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v);
+			if (r == VK_SUCCESS && v < submitted) {
+				sems[n] = d->timelines[q];
+				values[n++] = d->nqueues == 1 ? want : v + 1;
+			}
+		}
 		VkSemaphoreWaitInfo wait = {
 			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-			.semaphoreCount = 1,
-			.pSemaphores = &d->timeline,
-			.pValues = &want,
+			.flags = n > 1 ? VK_SEMAPHORE_WAIT_ANY_BIT : 0,
+			.semaphoreCount = n,
+			.pSemaphores = sems,
+			.pValues = values,
 		};
-		VkResult r = vkWaitSemaphores(d->vk, &wait, COMPLETION_POLL_NS);
+		if (r == VK_SUCCESS && n)
+			r = vkWaitSemaphores(d->vk, &wait, COMPLETION_POLL_NS);
 		uint64_t value = done;
 		if (r == VK_SUCCESS || r == VK_TIMEOUT)
-			r = vkGetSemaphoreCounterValue(d->vk, d->timeline, &value);
+			r = ruda__device_read_completed(d, &value) < 0 ? VK_ERROR_DEVICE_LOST
+									: VK_SUCCESS;
 		if (r != VK_SUCCESS && r != VK_TIMEOUT) {
 			declare_lost(d, r, RUDA_ERROR_DEVICE_LOST);
 			pthread_mutex_lock(&d->lock);
@@ -281,8 +349,7 @@ static void *completion_main(void *arg)
 				pthread_cond_wait(&d->wake, &d->lock);
 			break;
 		}
-		if (value > done)
-			publish_completed(d, value);
+		publish_completed(d, value);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -428,7 +495,22 @@ static void submission_recycle(struct ruda_submission *sub)
 	d->spare = sub;
 }
 
+uint32_t ruda__device_next_queue(struct ruda_device *d)
+{
+	uint32_t q = d->next_queue % d->nqueues;
+	d->next_queue = q + 1;
+	return q;
+}
+
 struct ruda_submission *ruda__submission_begin(struct ruda_device *d)
+{
+	struct ruda_submission *sub = ruda__submission_begin_on(d, 0);
+	if (sub)
+		sub->after_all = d->nqueues > 1;
+	return sub;
+}
+
+struct ruda_submission *ruda__submission_begin_on(struct ruda_device *d, uint32_t queue)
 {
 	struct ruda_submission *sub = d->spare;
 	if (sub) {
@@ -450,6 +532,10 @@ struct ruda_submission *ruda__submission_begin(struct ruda_device *d)
 		}
 	}
 	sub->next = NULL;
+	sub->queue = queue < d->nqueues ? queue : 0;
+	sub->after_all = false;
+	sub->wait_queue = 0;
+	sub->wait_value = 0;
 	sub->owner = 0;
 	sub->waiters = NULL;
 	sub->waiters_tail = &sub->waiters;
@@ -534,21 +620,45 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	ruda__device_query_pair_end(d, sub->cmd, sub->query_pair);
 	VkResult r = vkEndCommandBuffer(sub->cmd);
 	uint64_t value = d->submitted + 1;
+	uint32_t q = sub->queue;
+	/* the queue idle: nothing in flight on it is below this value */
+	uint64_t reached = 0;
+	bool idle = vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &reached) == VK_SUCCESS &&
+		    reached >= atomic_load(&d->queue_submitted[q]);
 	if (r == VK_SUCCESS) {
+		/* rudad's own work outside streams: after every queue's */
+		VkSemaphore waits[RUDA_MAX_QUEUES];
+		uint64_t wait_values[RUDA_MAX_QUEUES];
+		VkPipelineStageFlags stages[RUDA_MAX_QUEUES];
+		uint32_t nwaits = 0;
+		for (uint32_t i = 0; i < d->nqueues; i++) {
+			uint64_t last = sub->after_all ? atomic_load(&d->queue_submitted[i])
+				      : i == sub->wait_queue ? sub->wait_value : 0;
+			if (i == q || !last)
+				continue;
+			waits[nwaits] = d->timelines[i];
+			wait_values[nwaits] = last;
+			stages[nwaits++] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+		}
 		VkTimelineSemaphoreSubmitInfo timeline = {
 			.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+			.waitSemaphoreValueCount = nwaits,
+			.pWaitSemaphoreValues = wait_values,
 			.signalSemaphoreValueCount = 1,
 			.pSignalSemaphoreValues = &value,
 		};
 		VkSubmitInfo info = {
 			.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
 			.pNext = &timeline,
+			.waitSemaphoreCount = nwaits,
+			.pWaitSemaphores = waits,
+			.pWaitDstStageMask = stages,
 			.commandBufferCount = 1,
 			.pCommandBuffers = &sub->cmd,
 			.signalSemaphoreCount = 1,
-			.pSignalSemaphores = &d->timeline,
+			.pSignalSemaphores = &d->timelines[q],
 		};
-		r = vkQueueSubmit(d->queue, 1, &info, VK_NULL_HANDLE);
+		r = vkQueueSubmit(d->queues[q], 1, &info, VK_NULL_HANDLE);
 	}
 	if (r != VK_SUCCESS) {
 		log_error("device %u: vkQueueSubmit failed: %d", d->index, r);
@@ -563,6 +673,10 @@ int ruda__submission_submit(struct ruda_submission *sub)
 		return -EIO;
 	}
 	d->submitted = value;
+	/* in this order: a reader that sees the new target sees these too */
+	if (idle)
+		atomic_store(&d->queue_floor[q], value - 1);
+	atomic_store(&d->queue_submitted[q], value);
 	sub->value = value;
 	sub->submitted_ns = loop_now_ns();
 	if (sub->host_bytes) {
@@ -605,13 +719,25 @@ void ruda__device_process_completions(struct ruda_device *d)
 	uint64_t done = atomic_load(&d->completed);
 	int lost = atomic_load(&d->lost);
 	int failure = lost ? atomic_load(&d->lost_status) : RUDA_OK;
-	while (d->inflight && (d->inflight->value <= done || lost)) {
-		struct ruda_submission *sub = d->inflight;
-		d->inflight = sub->next;
-		if (!d->inflight)
-			d->inflight_tail = NULL;
+	/* in value order, but a submission whose own queue has reached it is
+	 * complete whatever the other queues still run */
+	struct ruda_submission *prev = NULL, *sub = d->inflight;
+	while (sub) {
+		bool ok = sub->value <= done ||
+			  sub->value <= atomic_load(&d->queue_done[sub->queue]);
+		if (!ok && !lost) {
+			prev = sub;
+			sub = sub->next;
+			continue;
+		}
+		struct ruda_submission *next = sub->next;
+		if (prev)
+			prev->next = next;
+		else
+			d->inflight = next;
+		if (d->inflight_tail == sub)
+			d->inflight_tail = prev;
 		d->inflight_count--;
-		bool ok = sub->value <= done;
 		if (ok && sub->query_pair >= 0)
 			sub->gpu_ns = ruda__device_query_pair_ns(d, sub->query_pair);
 		else if (ok) {
@@ -640,18 +766,20 @@ void ruda__device_process_completions(struct ruda_device *d)
 			sub->next = d->zombies;
 			d->zombies = sub;
 		}
+		sub = next;
 	}
 	/* failed submissions that have since ended after all */
 	struct ruda_submission **link = &d->zombies;
 	while (*link) {
-		struct ruda_submission *sub = *link;
-		if (sub->value > done) {
-			link = &sub->next;
+		struct ruda_submission *zombie = *link;
+		if (zombie->value > done &&
+		    zombie->value > atomic_load(&d->queue_done[zombie->queue])) {
+			link = &zombie->next;
 			continue;
 		}
-		*link = sub->next;
-		submission_release_refs(sub);
-		submission_recycle(sub);
+		*link = zombie->next;
+		submission_release_refs(zombie);
+		submission_recycle(zombie);
 	}
 }
 
@@ -677,7 +805,7 @@ uint64_t ruda__device_busy_ns(const struct ruda_device *d)
 bool ruda__device_idle(struct ruda_device *d)
 {
 	uint64_t value = 0;
-	if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) != VK_SUCCESS)
+	if (ruda__device_read_completed(d, &value) < 0)
 		return false;
 	return value >= d->submitted;
 }
@@ -874,12 +1002,23 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 			.shaderInt16 = sf->int16,
 		},
 	};
-	float priority = 1.0f;
+	/* as many queues as the family has, up to RUDA_MAX_QUEUES or the
+	 * configured number: streams are spread over them */
+	d->nqueues = families[d->queue_family].queueCount;
+	if (d->nqueues > RUDA_MAX_QUEUES)
+		d->nqueues = RUDA_MAX_QUEUES;
+	if (vk->max_queues && d->nqueues > vk->max_queues)
+		d->nqueues = vk->max_queues;
+	if (!d->nqueues)
+		d->nqueues = 1;
+	float priorities[RUDA_MAX_QUEUES];
+	for (uint32_t i = 0; i < RUDA_MAX_QUEUES; i++)
+		priorities[i] = 1.0f;
 	VkDeviceQueueCreateInfo queue = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
 		.queueFamilyIndex = d->queue_family,
-		.queueCount = 1,
-		.pQueuePriorities = &priority,
+		.queueCount = d->nqueues,
+		.pQueuePriorities = priorities,
 	};
 	const char *enabled[3] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
 	uint32_t nenabled = 1;
@@ -901,7 +1040,9 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		free(d);
 		return -ENODEV;
 	}
-	vkGetDeviceQueue(d->vk, d->queue_family, 0, &d->queue);
+	for (uint32_t i = 0; i < d->nqueues; i++)
+		vkGetDeviceQueue(d->vk, d->queue_family, i, &d->queues[i]);
+	d->queue = d->queues[0];
 	d->cmd_push_descriptor_set = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
 		d->vk, "vkCmdPushDescriptorSetKHR");
 	d->get_memory_host_pointer_properties = (PFN_vkGetMemoryHostPointerPropertiesEXT)
@@ -942,11 +1083,17 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		.queryCount = 2 * QUERY_PAIRS,
 	};
 	if (vkCreateCommandPool(d->vk, &pool, NULL, &d->command_pool) != VK_SUCCESS ||
-	    vkCreateSemaphore(d->vk, &sem, NULL, &d->timeline) != VK_SUCCESS ||
+	    vkCreateSemaphore(d->vk, &sem, NULL, &d->timelines[0]) != VK_SUCCESS ||
 	    vkCreatePipelineCache(d->vk, &cache, NULL, &d->pipeline_cache) != VK_SUCCESS) {
 		log_error("device %s: cannot create queue objects", d->props.deviceName);
 		goto fail;
 	}
+	d->timeline = d->timelines[0];
+	for (uint32_t i = 1; i < d->nqueues; i++)
+		if (vkCreateSemaphore(d->vk, &sem, NULL, &d->timelines[i]) != VK_SUCCESS) {
+			log_error("device %s: cannot create queue objects", d->props.deviceName);
+			goto fail;
+		}
 	uint32_t valid_bits = families[d->queue_family].timestampValidBits;
 	if (valid_bits && d->props.limits.timestampPeriod > 0 &&
 	    (d->free_pairs = malloc(QUERY_PAIRS * sizeof(uint32_t))) &&
@@ -1003,7 +1150,7 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		log_info("device %s: buffers are not exportable: %s", d->props.deviceName,
 			 d->export_off);
 
-	ruda__progress_init(&d->progress, 1);
+	ruda__progress_init(&d->progress, d->nqueues);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
 	const char *spin = getenv("RUDA_COMPLETION_SPIN_US");
@@ -1039,8 +1186,9 @@ fail:
 	free(d->free_pairs);
 	if (d->pipeline_cache)
 		vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
-	if (d->timeline)
-		vkDestroySemaphore(d->vk, d->timeline, NULL);
+	for (uint32_t i = 0; i < RUDA_MAX_QUEUES; i++)
+		if (d->timelines[i])
+			vkDestroySemaphore(d->vk, d->timelines[i], NULL);
 	if (d->command_pool)
 		vkDestroyCommandPool(d->vk, d->command_pool, NULL);
 	vkDestroyDevice(d->vk, NULL);
@@ -1074,7 +1222,7 @@ void ruda__device_destroy(struct ruda_device *d)
 	pthread_mutex_unlock(&d->lock);
 	pthread_join(d->thread, NULL);
 	uint64_t value = 0;
-	if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) == VK_SUCCESS)
+	if (ruda__device_read_completed(d, &value) == 0 && value > atomic_load(&d->completed))
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
 	release_zombies(d);
@@ -1091,7 +1239,8 @@ void ruda__device_destroy(struct ruda_device *d)
 	/* pages and arenas being freed in the thread pool go before the device */
 	ruda__deferred_free_finish(&d->frees);
 	vkDestroyPipelineCache(d->vk, d->pipeline_cache, NULL);
-	vkDestroySemaphore(d->vk, d->timeline, NULL);
+	for (uint32_t i = 0; i < d->nqueues; i++)
+		vkDestroySemaphore(d->vk, d->timelines[i], NULL);
 	vkDestroyCommandPool(d->vk, d->command_pool, NULL);
 	if (d->timestamps)
 		vkDestroyQueryPool(d->vk, d->timestamps, NULL);

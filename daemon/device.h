@@ -23,6 +23,9 @@
 struct ruda_device;
 struct ruda_indirect;
 
+/* Queues of the compute family a device uses at most. */
+#define RUDA_MAX_QUEUES 16u
+
 /* Something to do on the loop once a submission has completed. */
 struct ruda_waiter {
 	struct ruda_waiter *next;
@@ -35,6 +38,11 @@ struct ruda_waiter {
 struct ruda_submission {
 	struct ruda_submission *next;
 	struct ruda_device *device; /* borrowed */
+	uint32_t queue;  /* which of the device's queues runs it */
+	bool after_all;  /* waits for all work submitted before it, every queue's */
+	/* and/or for one other queue's work up to `wait_value` (0: none) */
+	uint32_t wait_queue;
+	uint64_t wait_value;
 	VkCommandBuffer cmd;
 	uint64_t value; /* timeline value signalled on completion; 0 while recording */
 	uint32_t commands;
@@ -61,8 +69,23 @@ struct ruda_device {
 	uint32_t index;
 	VkPhysicalDevice physical;
 	VkDevice vk;
-	VkQueue queue;
+	VkQueue queue; /* queues[0] */
 	uint32_t queue_family;
+	/* Several queues of the compute family (issue 22): each stream keeps
+	 * to one, so one stream's barriers order only its queue's work and
+	 * other streams' kernels run beside it. Every submission signals the
+	 * next global timeline value on its queue's own semaphore;
+	 * `completed` is the highest value below which everything is done. */
+	uint32_t nqueues;
+	VkQueue queues[RUDA_MAX_QUEUES];
+	VkSemaphore timelines[RUDA_MAX_QUEUES]; /* timelines[0] == timeline */
+	_Atomic uint64_t queue_submitted[RUDA_MAX_QUEUES]; /* last value submitted on it */
+	/* a value below every one in flight on it (set when it was idle) */
+	_Atomic uint64_t queue_floor[RUDA_MAX_QUEUES];
+	/* each queue's timeline as last published: a submission is complete
+	 * once its queue's reaches its value (completion thread writes) */
+	_Atomic uint64_t queue_done[RUDA_MAX_QUEUES];
+	uint32_t next_queue; /* loop thread: the queue the next stream gets */
 	VkPhysicalDeviceProperties props;
 	VkPhysicalDeviceMemoryProperties memory;
 	uint32_t max_push_descriptors;
@@ -153,6 +176,7 @@ struct ruda_vulkan {
 	VkPhysicalDevice *physical;
 	uint32_t nphysical;
 	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
+	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
 	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
 	 * devices opened on it reserve together (memory.h) */
 	struct ruda_heap_budget *budgets;
@@ -171,8 +195,18 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 /* Waits for the device to go idle, completes everything, frees it. */
 void ruda__device_destroy(struct ruda_device *device);
 
-/* A submission in the recording state (command buffer begun). */
+/* A submission in the recording state (command buffer begun), on queue 0
+ * and after all work submitted before it on every queue: what rudad's own
+ * copies and fills outside a stream need. */
 struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
+/* The same on `queue`, ordered only after that queue's work (a stream's). */
+struct ruda_submission *ruda__submission_begin_on(struct ruda_device *device, uint32_t queue);
+/* The queue for a new stream: they take turns. */
+uint32_t ruda__device_next_queue(struct ruda_device *device);
+/* The highest timeline value below which every submission, on every
+ * queue, has completed (what `completed` publishes); 0 when the device
+ * cannot say (lost). */
+int ruda__device_read_completed(struct ruda_device *device, uint64_t *value);
 /* Keep `ref` alive until the submission completes (takes a new reference). */
 int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref);
 void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter);

@@ -28,7 +28,7 @@ void ruda__device_info_extend(Ruda__DeviceInfo *info, const struct ruda_device *
 	dd->max_memory_allocation = d->max_allocation_size;
 	dd->max_compute_workgroup_invocations = d->props.limits.maxComputeWorkGroupInvocations;
 	dd->max_compute_workgroup_size_x = d->props.limits.maxComputeWorkGroupSize[0];
-	dd->queue_count = 1;
+	dd->queue_count = d->nqueues;
 	if (x) {
 		dd->min_subgroup_size = x->min_subgroup_size;
 		dd->max_subgroup_size = x->max_subgroup_size;

@@ -135,8 +135,8 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 			ruda__pipeline_cache_saver_init(&slot->cache_saver, loop, d, &slot->pipelines,
 							cache_dir, cache_save_period_ms);
 		}
-		log_notice("device %u: %s (physical device %u)", i, d->props.deviceName,
-			   physical[i]);
+		log_notice("device %u: %s (physical device %u, %u queue%s)", i, d->props.deviceName,
+			   physical[i], d->nqueues, d->nqueues == 1 ? "" : "s");
 	}
 	return 0;
 }
@@ -156,7 +156,7 @@ void ruda__device_set_close(struct ruda_device_set *set)
 	for (uint32_t i = 0; set->devices && i < set->count; i++) {
 		struct ruda_device *d = set->devices[i];
 		uint64_t value;
-		if (vkGetSemaphoreCounterValue(d->vk, d->timeline, &value) == VK_SUCCESS &&
+		if (ruda__device_read_completed(d, &value) == 0 &&
 		    value > atomic_load(&d->completed))
 			atomic_store(&d->completed, value);
 		ruda__device_process_completions(d);

@@ -236,7 +236,7 @@ static void publish_watch(struct ruda_session *s, const struct ruda_stream *st, 
 {
 	struct ruda_arena_sync_entry e = {
 		.stream = st->id,
-		.queue = 0,
+		.queue = st->queue, /* its value is that queue's on the progress page */
 		.request = request,
 		.value = ok ? st->last_value : RUDA_ARENA_SYNC_REPLY_ONLY,
 	};
@@ -1693,8 +1693,11 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 		struct ruda_stream *before = s->current;
 		s->current = s->state == RUDA_SESSION_READY ? ruda__session_stream(s, req->stream)
 							   : &s->stream;
-		if (before && before != s->current && ruda__stream_holds_fills(before))
+		if (before && before != s->current && ruda__stream_holds_fills(before)) {
 			ruda__stream_submit_fills(before);
+			if (s->current)
+				ruda__stream_after(s->current, before);
+		}
 		if (!s->current) {
 			s->current = &s->stream;
 			ruda__stream_fail(s->current, RUDA_ERROR_BUSY,

@@ -25,7 +25,7 @@ static void graph_destroy(struct ruda_ref *ref)
 	free(g);
 }
 
-struct ruda_graph *ruda__graph_create(struct ruda_device *d, uint32_t stream)
+struct ruda_graph *ruda__graph_create(struct ruda_device *d, uint32_t stream, uint32_t queue)
 {
 	struct ruda_graph *g = calloc(1, sizeof(*g));
 	if (!g)
@@ -33,6 +33,7 @@ struct ruda_graph *ruda__graph_create(struct ruda_device *d, uint32_t stream)
 	ruda_ref_init(&g->ref, graph_destroy);
 	g->device = d;
 	g->stream = stream;
+	g->queue = queue;
 	VkCommandBufferAllocateInfo alloc = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
 		.commandPool = d->command_pool,
@@ -126,8 +127,8 @@ ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *p,
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	/* in order, as on a stream: each launch after the one before it */
 	ruda__record_barrier(g->cmd);
-	ruda__record_dispatch(g->device, g->cmd, &g->bound, p, count, bindings, nbindings, push,
-			      push_size);
+	ruda__record_dispatch(g->device, g->cmd, g->queue, &g->bound, p, count, bindings,
+			      nbindings, push, push_size);
 	g->launches++;
 	return RUDA_OK;
 }
@@ -161,7 +162,7 @@ void ruda__graph_handle_start(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	ruda__stream_submit(st);
-	st->capture = ruda__graph_create(s->device, st->id);
+	st->capture = ruda__graph_create(s->device, st->id, st->queue);
 	if (!st->capture) {
 		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
 					   "cannot make a command buffer for the graph");

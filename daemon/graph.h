@@ -31,6 +31,7 @@ struct ruda_graph {
 	struct ruda_device *device; /* borrowed: devices outlive sessions and work */
 	VkCommandBuffer cmd;        /* secondary, simultaneous use */
 	uint32_t stream;            /* the stream it was captured on, where it replays */
+	uint32_t queue;             /* that stream's device queue */
 	uint32_t launches;
 	int ended;                  /* recording closed */
 	struct ruda_bind_cache bound; /* what its last launch left bound */
@@ -44,7 +45,7 @@ struct ruda_graph {
 };
 
 /* A graph capturing on `stream`, or NULL when out of memory. */
-struct ruda_graph *ruda__graph_create(struct ruda_device *device, uint32_t stream);
+struct ruda_graph *ruda__graph_create(struct ruda_device *device, uint32_t stream, uint32_t queue);
 /* Record one launch (the caller has validated it). */
 ruda_status ruda__graph_launch(struct ruda_graph *g, struct ruda_pipeline *pipeline,
 			       const struct ruda_launch_count *count,

@@ -32,6 +32,9 @@ static struct ruda_indirect *create(struct ruda_device *d)
 	struct ruda_indirect *in = calloc(1, sizeof(*in));
 	if (!in)
 		return NULL;
+	/* a slot per queue, each where a storage binding may start */
+	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	in->slot = align > 16 ? align : 16;
 	VkShaderModuleCreateInfo mi = {
 		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
 		.codeSize = sizeof(clamp_spirv),
@@ -77,7 +80,7 @@ static struct ruda_indirect *create(struct ruda_device *d)
 	/* a one-instruction kernel: compiled on the loop, once per device */
 	if (vkCreateComputePipelines(d->vk, d->pipeline_cache, 1, &ci, NULL, &in->clamp) !=
 		    VK_SUCCESS ||
-	    ruda__buffer_create(d, 16, &in->counts) != RUDA_OK)
+	    ruda__buffer_create(d, in->slot * d->nqueues, &in->counts) != RUDA_OK)
 		goto fail;
 	return in;
 fail:
@@ -93,15 +96,21 @@ struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
 	return d->indirect;
 }
 
+uint64_t ruda__indirect_slot(const struct ruda_indirect *in, uint32_t queue)
+{
+	return in->slot * queue;
+}
+
 void ruda__indirect_record_clamp(struct ruda_device *d, struct ruda_indirect *in,
-				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset)
+				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset,
+				 uint32_t queue)
 {
 	/* bound from an aligned offset: the words are found by index */
 	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
 	uint64_t base = align ? offset - offset % align : offset;
 	VkDescriptorBufferInfo infos[2] = {
 		{.buffer = src->vk, .offset = base, .range = offset - base + 12},
-		{.buffer = in->counts->vk, .offset = 0, .range = 12},
+		{.buffer = in->counts->vk, .offset = ruda__indirect_slot(in, queue), .range = 12},
 	};
 	VkWriteDescriptorSet writes[2];
 	for (uint32_t i = 0; i < 2; i++)

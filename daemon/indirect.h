@@ -3,9 +3,10 @@
  * three 32-bit words in a device buffer. The device never reads them
  * directly: rudad's own clamp kernel first copies them, each clamped to the
  * device's maxComputeWorkGroupCount, into a small indirect buffer the
- * daemon owns, and the launch dispatches from that. One indirect buffer
- * per device is enough: every command on the queue begins with a barrier
- * that orders it after everything before it.
+ * daemon owns, and the launch dispatches from that. One slot of that
+ * buffer per device queue is enough: every command on a queue begins with a
+ * barrier that orders it after everything before it on that queue, and
+ * queues run side by side, so each needs its own.
  */
 #ifndef RUDA_INDIRECT_H
 #define RUDA_INDIRECT_H
@@ -23,7 +24,8 @@ struct ruda_indirect {
 	VkDescriptorSetLayout set_layout;
 	VkPipelineLayout layout;
 	VkPipeline clamp;
-	struct ruda_buffer *counts; /* owned: where the clamped counts go */
+	struct ruda_buffer *counts; /* owned: where the clamped counts go, a slot per queue */
+	uint64_t slot;              /* bytes between slots (the binding alignment) */
 };
 
 /* The device's indirect machinery, made on first use; NULL when it cannot
@@ -34,9 +36,13 @@ void ruda__indirect_destroy(struct ruda_device *device, struct ruda_indirect *in
 
 /* Record the clamp of the counts at byte `offset` of `src` (validated: a
  * multiple of 4, 12 bytes inside it) and the barrier that makes them
- * readable as a dispatch's indirect arguments. The dispatch itself is
- * vkCmdDispatchIndirect(cmd, indirect->counts->vk, 0). */
+ * readable as a dispatch's indirect arguments, in the slot of `queue`. The
+ * dispatch itself is vkCmdDispatchIndirect(cmd, indirect->counts->vk,
+ * ruda__indirect_slot(indirect, queue)). */
 void ruda__indirect_record_clamp(struct ruda_device *device, struct ruda_indirect *indirect,
-				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset);
+				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset,
+				 uint32_t queue);
+/* Byte offset of `queue`'s slot in the counts buffer. */
+uint64_t ruda__indirect_slot(const struct ruda_indirect *indirect, uint32_t queue);
 
 #endif

@@ -557,6 +557,7 @@ int main(int argc, char **argv)
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
 	d.vulkan.no_export = !d.config.export_memory;
+	d.vulkan.max_queues = d.config.queues;
 	int rc = 1;
 	if (ruda__device_set_open(&d.devices, &d.vulkan, d.config.devices, d.loop,
 				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,

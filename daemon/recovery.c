@@ -136,6 +136,7 @@ static struct ruda_vulkan *fresh_instance(const struct ruda_vulkan *shared)
 		return NULL;
 	}
 	o->vk.no_export = shared->no_export;
+	o->vk.max_queues = shared->max_queues;
 	/* the same physical devices: their heaps' budgets stay shared with the
 	 * other logical devices on them */
 	free(o->vk.budgets);

@@ -17,6 +17,7 @@ void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
 {
 	*s = (struct ruda_stream){
 		.device = device,
+		.queue = ruda__device_next_queue(device),
 		.arena = arena,
 		.dirty_list = dirty_list,
 	};
@@ -148,9 +149,12 @@ void ruda__record_barrier(VkCommandBuffer cmd)
 static VkCommandBuffer recording(struct ruda_stream *s)
 {
 	if (!s->recording) {
-		s->recording = ruda__submission_begin(s->device);
+		s->recording = ruda__submission_begin_on(s->device, s->queue);
 		if (!s->recording)
 			return VK_NULL_HANDLE;
+		s->recording->wait_queue = s->wait_queue;
+		s->recording->wait_value = s->wait_value;
+		s->wait_value = 0;
 		if (ruda__submission_hold(s->recording, &s->arena->ref) < 0) {
 			ruda__submission_discard(s->recording, RUDA_ERROR_OUT_OF_MEMORY);
 			s->recording = NULL;
@@ -347,14 +351,15 @@ static int bind_cached(struct ruda_bind_cache *cache, struct ruda_pipeline *p,
 	return 0;
 }
 
-void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, uint32_t queue,
 			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
 			   const struct ruda_launch_count *count,
 			   const struct ruda_binding *bindings, uint32_t nbindings,
 			   const void *push, uint32_t push_size)
 {
 	if (count->buffer) { /* the caller has made d->indirect */
-		ruda__indirect_record_clamp(d, d->indirect, cmd, count->buffer, count->offset);
+		ruda__indirect_record_clamp(d, d->indirect, cmd, count->buffer, count->offset,
+					    queue);
 		cache->pipeline = NULL; /* the clamp kernel is bound now */
 	}
 	if (!bind_cached(cache, p, bindings, nbindings)) {
@@ -382,7 +387,8 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
 	if (push_size)
 		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
 	if (count->buffer)
-		vkCmdDispatchIndirect(cmd, d->indirect->counts->vk, 0);
+		vkCmdDispatchIndirect(cmd, d->indirect->counts->vk,
+				      ruda__indirect_slot(d->indirect, queue));
 	else if (count->count[0] && count->count[1] && count->count[2])
 		vkCmdDispatch(cmd, count->count[0], count->count[1], count->count[2]);
 }
@@ -414,7 +420,8 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	if (count->buffer)
 		ruda__stream_note_use(s, count->buffer);
-	ruda__record_dispatch(s->device, cmd, &s->bound, p, count, bindings, nbindings, push,
+	ruda__record_dispatch(s->device, cmd, s->queue, &s->bound, p, count, bindings, nbindings,
+			      push,
 			      push_size);
 	return after_record(s);
 }
@@ -436,6 +443,19 @@ ruda_status ruda__stream_submit_fills(struct ruda_stream *s)
 	if (record_fills(s, NULL) < 0)
 		ruda__stream_fail(s, RUDA_ERROR_OUT_OF_MEMORY, "out of memory for zero fills");
 	return ruda__stream_submit(s);
+}
+
+void ruda__stream_after(struct ruda_stream *s, const struct ruda_stream *before)
+{
+	if (before->queue == s->queue || !before->last_value)
+		return;
+	if (s->recording) { /* not submitted yet: the whole batch waits */
+		s->recording->wait_queue = before->queue;
+		s->recording->wait_value = before->last_value;
+	} else {
+		s->wait_queue = before->queue;
+		s->wait_value = before->last_value;
+	}
 }
 
 void ruda__stream_fill_now(struct ruda_buffer *buffer)

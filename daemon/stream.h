@@ -44,6 +44,11 @@ struct ruda_bind_cache {
 
 struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
+	uint32_t queue;             /* the device queue all its work goes to */
+	/* its next submission waits for queue `wait_queue` to reach
+	 * `wait_value` (0: nothing to wait for): see ruda__stream_after */
+	uint32_t wait_queue;
+	uint64_t wait_value;
 	struct ruda_arena *arena;   /* borrowed from the session */
 	struct ruda_submission *recording;
 	uint32_t id;
@@ -117,6 +122,11 @@ void ruda__stream_zero(struct ruda_stream *s, struct ruda_buffer *buffer);
 void ruda__stream_forget_zero(struct ruda_buffer *buffer);
 /* Record the fills waiting, then submit (a switch to another stream). */
 ruda_status ruda__stream_submit_fills(struct ruda_stream *s);
+/* Order `s`'s next work after everything `before` has submitted, where
+ * they are on different queues (a session moving from stream to stream:
+ * the zero fills `before` just submitted must land first). */
+void ruda__stream_after(struct ruda_stream *s, const struct ruda_stream *before);
+
 /* `buffer` is about to be used outside its stream (a submission of its
  * own, an export): its fill, if still waiting, is recorded and submitted
  * now, ahead of that use on the queue. */
@@ -158,7 +168,7 @@ void ruda__record_barrier(VkCommandBuffer cmd);
 /* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
  * unless `cache` says they are already, push constants set; dynamic counts
  * clamped first, see indirect.h); the caller keeps what it uses alive. */
-void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd,
+void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, uint32_t queue,
 			   struct ruda_bind_cache *cache, struct ruda_pipeline *p,
 			   const struct ruda_launch_count *count,
 			   const struct ruda_binding *bindings, uint32_t nbindings,

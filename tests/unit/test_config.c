@@ -100,6 +100,7 @@ START_TEST(good_file)
 		"force_checked_launches = on\n"
 		"freed_memory_keep_ms = 250\n"
 		"export_memory = no\n"
+		"queues = 4\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
 		"max_staging_per_client = 256M\n"
@@ -151,6 +152,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.unchecked_launch_groups.count, 0);
 	ck_assert(c.force_checked_launches);
 	ck_assert(!c.export_memory);
+	ck_assert_uint_eq(c.queues, 4);
 	ck_assert_uint_eq(c.freed_memory_keep_ms, 250);
 	ck_assert(c.max_memory_per_client == 1ull << 30);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
@@ -159,7 +161,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 41);
+	ck_assert_uint_eq(c.quotas[0].line, 42);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
