@@ -1,0 +1,181 @@
+/*
+ * Device queues (issue 22): each stream keeps to one of the device's
+ * queues, so one stream's work stays in order while different sessions'
+ * work runs side by side where the device has several queues.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The queues rudad says device 0 has ("(physical device 0, N queues)"). */
+static unsigned device_queues(const struct test_daemon *d)
+{
+	char line[512];
+	unsigned n = 0;
+	for (int tries = 0; tries < 50 && !n; tries++) {
+		FILE *f = fopen(d->log_path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			const char *at = strstr(line, "(physical device ");
+			if (at && strstr(line, "device 0:"))
+				sscanf(strchr(at, ',') ? strchr(at, ',') + 1 : "", " %u queue", &n);
+		}
+		if (f)
+			fclose(f);
+		if (!n)
+			usleep(20000);
+	}
+	return n;
+}
+
+struct orderer {
+	const struct test_daemon *d;
+	int launches;
+	uint32_t got, want;
+	ruda_status status;
+};
+
+/* `launches` of affine on one stream, in batches that make several
+ * submissions; the result is right only if they ran in order. */
+static void *run_in_order(void *arg)
+{
+	struct orderer *o = arg;
+	ruda_client *c = test_connect(o->d, "in order");
+	ruda_kernel k = test_register(c, "tests/shaders/affine", 1, 4);
+	uint32_t zero = 0;
+	ruda_handle h;
+	o->status = ruda_client_create(c, &zero, 4, &h);
+	o->want = 0;
+	for (int i = 1; i <= o->launches && o->status == RUDA_OK; i++) {
+		uint32_t k_value = (uint32_t)i * 7u;
+		o->want = o->want * 3u + k_value;
+		o->status = ruda_client_launch(c, k, (ruda_count){1, 1, 1}, &h, 1, &k_value, 4);
+		if (i % 37 == 0 && o->status == RUDA_OK)
+			o->status = ruda_client_flush(c);
+	}
+	if (o->status == RUDA_OK)
+		o->status = ruda_client_read_one(c, h, &o->got);
+	ruda_client_close(c);
+	return NULL;
+}
+
+/* Four clients at once, each 300 order-sensitive launches on its stream. */
+START_TEST(one_stream_stays_in_order)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	enum { N = 4 };
+	struct orderer o[N];
+	pthread_t t[N];
+	for (int i = 0; i < N; i++) {
+		o[i] = (struct orderer){.d = &d, .launches = 300};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, run_in_order, &o[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(o[i].status, RUDA_OK);
+		ck_assert_msg(o[i].got == o[i].want, "client %d: %u, in order %u", i, o[i].got,
+			      o[i].want);
+	}
+	test_daemon_stop(&d);
+}
+END_TEST
+
+/* Spin launches of tests/shaders/spin.comp: `n` of `steps` each. */
+static ruda_status spin(ruda_client *c, ruda_kernel k, ruda_handle *bufs, int n, uint32_t steps)
+{
+	ruda_status st = RUDA_OK;
+	for (int i = 0; i < n && st == RUDA_OK; i++)
+		st = ruda_client_launch(c, k, (ruda_count){1, 1, 1}, bufs, 2, &steps, 4);
+	return st;
+}
+
+/* Another session's long work does not hold a short launch back where the
+ * device has several queues. */
+START_TEST(sessions_run_side_by_side)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	unsigned queues = device_queues(&d);
+	ck_assert_uint_ge(queues, 1);
+	if (queues < 2) {
+		fprintf(stderr, "SKIP sessions_run_side_by_side: device 0 has %u queue\n", queues);
+		test_daemon_stop(&d);
+		return;
+	}
+	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
+	ruda_kernel ka = test_register(a, "tests/shaders/spin", 2, 4);
+	ruda_kernel kb = test_register(b, "tests/shaders/spin", 2, 4);
+	uint32_t zeros[64] = {0};
+	ruda_handle ha[2], hb[2];
+	ck_assert_int_eq(ruda_client_create(a, zeros, sizeof(zeros), &ha[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(a, zeros, 4, &ha[1]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(b, zeros, sizeof(zeros), &hb[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(b, zeros, 4, &hb[1]), RUDA_OK);
+	/* A's long work alone, timed: enough launches for a quarter second */
+	uint32_t steps = 1u << 19;
+	int n = 8;
+	uint32_t a_launches = 0;
+	double took;
+	for (;;) {
+		double t0 = now_s();
+		a_launches += (uint32_t)n;
+		ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
+		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+		took = now_s() - t0;
+		if (took > 0.25 || n >= 4096)
+			break;
+		n *= 2;
+	}
+	/* again, and B's one short launch beside it */
+	double t0 = now_s();
+	a_launches += (uint32_t)n;
+	ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
+	usleep(20000); /* A's work has started */
+	double b0 = now_s();
+	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	double b_took = now_s() - b0;
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double a_took = now_s() - t0;
+	fprintf(stderr, "A: %d long launches in %.3f s; B's short launch + sync beside it: %.4f s\n",
+		n, a_took, b_took);
+	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
+	uint32_t count;
+	ck_assert_int_eq(ruda_client_read_one(b, hb[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, a_launches); /* every launch ran */
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("queues");
+	TCase *tc = tcase_create("queues");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, one_stream_stays_in_order);
+	tcase_add_test(tc, sessions_run_side_by_side);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
