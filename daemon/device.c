@@ -205,9 +205,11 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 	/* each queue's own value first: a submission is complete once its
 	 * queue's timeline reaches it, whatever the other queues do */
 	for (uint32_t q = 0; q < d->nqueues; q++) {
-		uint64_t v;
+		uint64_t v, published = atomic_load(&d->queue_done[q]);
+		if (published >= atomic_load(&d->queue_submitted[q]))
+			continue; /* nothing of it left to see */
 		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
-		    v > atomic_load(&d->queue_done[q])) {
+		    v > published) {
 			atomic_store(&d->queue_done[q], v);
 			ruda__progress_completed(&d->progress, q, v);
 			moved = true;
@@ -226,9 +228,11 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 static bool queues_moved(struct ruda_device *d)
 {
 	for (uint32_t q = 0; q < d->nqueues; q++) {
-		uint64_t v;
+		uint64_t v, published = atomic_load(&d->queue_done[q]);
+		if (published >= atomic_load(&d->queue_submitted[q]))
+			continue;
 		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
-		    v > atomic_load(&d->queue_done[q]))
+		    v > published)
 			return true;
 	}
 	return false;
@@ -241,6 +245,8 @@ int ruda__device_read_completed(struct ruda_device *d, uint64_t *value)
 	uint64_t done = atomic_load(&d->target);
 	for (uint32_t q = 0; q < d->nqueues; q++) {
 		uint64_t submitted = atomic_load(&d->queue_submitted[q]), v;
+		if (atomic_load(&d->queue_done[q]) >= submitted)
+			continue; /* idle, as published: no need to ask the driver */
 		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) != VK_SUCCESS)
 			return -EIO;
 		if (v >= submitted)
@@ -322,6 +328,8 @@ static void *completion_main(void *arg)
 		VkResult r = VK_SUCCESS;
 		for (uint32_t q = 0; q < d->nqueues && r == VK_SUCCESS; q++) {
 			uint64_t v, submitted = atomic_load(&d->queue_submitted[q]);
+			if (atomic_load(&d->queue_done[q]) >= submitted)
+				continue;
 			r = vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v);
 			if (r == VK_SUCCESS && v < submitted) {
 				sems[n] = d->timelines[q];
@@ -622,9 +630,11 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	uint64_t value = d->submitted + 1;
 	uint32_t q = sub->queue;
 	/* the queue idle: nothing in flight on it is below this value */
-	uint64_t reached = 0;
-	bool idle = vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &reached) == VK_SUCCESS &&
-		    reached >= atomic_load(&d->queue_submitted[q]);
+	uint64_t reached = atomic_load(&d->queue_done[q]);
+	uint64_t last_on_q = atomic_load(&d->queue_submitted[q]);
+	bool idle = reached >= last_on_q ||
+		    (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &reached) == VK_SUCCESS &&
+		     reached >= last_on_q);
 	if (r == VK_SUCCESS) {
 		/* rudad's own work outside streams: after every queue's */
 		VkSemaphore waits[RUDA_MAX_QUEUES];
