@@ -1,0 +1,106 @@
+/*
+ * Buffers larger than one kernel binding may span (maxStorageBufferRange;
+ * lavapipe's is small enough to try here): created, written and read whole,
+ * bound to kernels in slices within the range; a binding of the whole is
+ * refused with its reason.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static struct test_daemon daemon_;
+
+static void setup(void)
+{
+	test_daemon_start(&daemon_, NULL);
+}
+
+static void teardown(void)
+{
+	test_daemon_stop(&daemon_);
+}
+
+START_TEST(larger_than_one_binding)
+{
+	ruda_client *c = test_connect(&daemon_, "big");
+	ruda_device_properties p;
+	ck_assert_int_eq(ruda_client_properties(c, &p), RUDA_OK);
+	uint64_t range = p.max_storage_buffer_range;
+	if (range > (512ull << 20) || range + (1u << 20) > p.max_buffer_size) {
+		printf("SKIP larger_than_one_binding: the device binds %llu bytes at once, too "
+		       "many to go past here\n", (unsigned long long)range);
+		ruda_client_close(c);
+		return;
+	}
+	/* one MiB past the range, a whole number of words */
+	uint64_t size = range + (1u << 20);
+	size -= size % 4;
+	fprintf(stderr, "a buffer of %llu bytes; the device binds at most %llu at once\n",
+		(unsigned long long)size, (unsigned long long)range);
+	uint8_t *data = malloc(size), *back = malloc(size);
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(back);
+	test_fill_random(data, size, 24);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_create(c, data, size, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(c, h, back), RUDA_OK);
+	ck_assert_msg(memcmp(data, back, size) == 0, "the %llu bytes did not come back",
+		      (unsigned long long)size);
+
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	/* in two slices, each within the range, aligned for binding */
+	uint64_t align = p.min_storage_buffer_offset_alignment ? p.min_storage_buffer_offset_alignment
+							       : 4;
+	uint64_t half = size / 2 - (size / 2) % align;
+	ruda_handle first = {.id = h.id, .offset = 0, .size = half};
+	ruda_handle second = {.id = h.id, .offset = half, .size = size - half};
+	uint32_t p1[2] = {0x11111111u, (uint32_t)(half / 4)};
+	uint32_t p2[2] = {0x22222222u, (uint32_t)((size - half) / 4)};
+	ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){1024, 1, 1}, &first, 1, p1, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){1024, 1, 1}, &second, 1, p2, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(c, h, back), RUDA_OK);
+	const uint32_t *words = (const uint32_t *)back;
+	uint64_t wrong = size / 4;
+	for (uint64_t i = 0; i < size / 4 && wrong == size / 4; i++)
+		if (words[i] != (i * 4 < half ? 0x11111111u : 0x22222222u))
+			wrong = i;
+	ck_assert_msg(wrong == size / 4, "word %llu of %llu is %08x", (unsigned long long)wrong,
+		      (unsigned long long)(size / 4), wrong < size / 4 ? words[wrong] : 0);
+	/* the whole buffer in one binding: more than the device binds (last:
+	 * a refused launch marks the buffer it would have written) */
+	uint32_t push[2] = {7, (uint32_t)(size / 4)};
+	ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){1024, 1, 1}, &h, 1, push, 8),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_TOO_LARGE);
+	char why[256];
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(strstr(why, "the device binds at most"), "%s", why);
+
+	ck_assert_int_eq(ruda_client_release(c, h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	free(data);
+	free(back);
+	ruda_client_close(c);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("big_buffers");
+	TCase *tc = tcase_create("big_buffers");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, larger_than_one_binding);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
