@@ -196,6 +196,16 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
 			  : "device lost; its work is lost");
 }
 
+/* Queue `q`'s timeline now, into *v, when work of it is in flight as far
+ * as was published; false when it is idle so (nothing to ask the driver)
+ * or the driver cannot say. */
+static bool queue_timeline(struct ruda_device *d, uint32_t q, uint64_t *v)
+{
+	if (atomic_load(&d->queue_done[q]) >= atomic_load(&d->queue_submitted[q]))
+		return false;
+	return vkGetSemaphoreCounterValue(d->vk, d->timelines[q], v) == VK_SUCCESS;
+}
+
 /* Work up to timeline value `value` is complete, and each queue's up to
  * what its timeline says: tell the loop and the clients watching the
  * progress page. Whether anything moved. */
@@ -205,11 +215,8 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 	/* each queue's own value first: a submission is complete once its
 	 * queue's timeline reaches it, whatever the other queues do */
 	for (uint32_t q = 0; q < d->nqueues; q++) {
-		uint64_t v, published = atomic_load(&d->queue_done[q]);
-		if (published >= atomic_load(&d->queue_submitted[q]))
-			continue; /* nothing of it left to see */
-		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
-		    v > published) {
+		uint64_t v;
+		if (queue_timeline(d, q, &v) && v > atomic_load(&d->queue_done[q])) {
 			atomic_store(&d->queue_done[q], v);
 			ruda__progress_completed(&d->progress, q, v);
 			moved = true;
@@ -228,11 +235,8 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 static bool queues_moved(struct ruda_device *d)
 {
 	for (uint32_t q = 0; q < d->nqueues; q++) {
-		uint64_t v, published = atomic_load(&d->queue_done[q]);
-		if (published >= atomic_load(&d->queue_submitted[q]))
-			continue;
-		if (vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v) == VK_SUCCESS &&
-		    v > published)
+		uint64_t v;
+		if (queue_timeline(d, q, &v) && v > atomic_load(&d->queue_done[q]))
 			return true;
 	}
 	return false;
@@ -326,12 +330,9 @@ static void *completion_main(void *arg)
 		uint64_t values[RUDA_MAX_QUEUES];
 		uint32_t n = 0;
 		VkResult r = VK_SUCCESS;
-		for (uint32_t q = 0; q < d->nqueues && r == VK_SUCCESS; q++) {
-			uint64_t v, submitted = atomic_load(&d->queue_submitted[q]);
-			if (atomic_load(&d->queue_done[q]) >= submitted)
-				continue;
-			r = vkGetSemaphoreCounterValue(d->vk, d->timelines[q], &v);
-			if (r == VK_SUCCESS && v < submitted) {
+		for (uint32_t q = 0; q < d->nqueues; q++) {
+			uint64_t v;
+			if (queue_timeline(d, q, &v) && v < atomic_load(&d->queue_submitted[q])) {
 				sems[n] = d->timelines[q];
 				values[n++] = d->nqueues == 1 ? want : v + 1;
 			}
@@ -732,10 +733,18 @@ void ruda__device_process_completions(struct ruda_device *d)
 	/* in value order, but a submission whose own queue has reached it is
 	 * complete whatever the other queues still run */
 	struct ruda_submission *prev = NULL, *sub = d->inflight;
+	/* queues with work not done: later work of theirs is not done either */
+	uint32_t waiting = 0, busy = 0;
+	for (uint32_t q = 0; q < d->nqueues; q++)
+		if (atomic_load(&d->queue_done[q]) < atomic_load(&d->queue_submitted[q]))
+			busy |= 1u << q;
 	while (sub) {
 		bool ok = sub->value <= done ||
 			  sub->value <= atomic_load(&d->queue_done[sub->queue]);
 		if (!ok && !lost) {
+			waiting |= 1u << sub->queue;
+			if ((waiting & busy) == busy)
+				break; /* one queue: the first not done ends the scan */
 			prev = sub;
 			sub = sub->next;
 			continue;
