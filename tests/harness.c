@@ -291,6 +291,28 @@ int test_count_fds(pid_t pid)
 	return pid ? n : n - 1; /* not the directory's own fd */
 }
 
+double test_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+long test_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	long kib = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	ck_assert_int_ge(kib, 0);
+	return kib;
+}
+
 void test_fill_random(void *dst, size_t size, uint64_t seed)
 {
 	uint8_t *p = dst;

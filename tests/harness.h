@@ -71,6 +71,12 @@ int test_settled_fds(pid_t pid);
 /* Number of open fds of process `pid` (0 = self). */
 int test_count_fds(pid_t pid);
 
+/* Seconds on CLOCK_MONOTONIC. */
+double test_now(void);
+/* Resident memory of process `pid` in KiB (VmRSS of /proc/<pid>/status);
+ * aborts the test when it cannot be read. */
+long test_rss_kib(pid_t pid);
+
 /* Deterministic pseudo-random bytes. */
 void test_fill_random(void *dst, size_t size, uint64_t seed);
 

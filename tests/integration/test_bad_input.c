@@ -283,22 +283,6 @@ static int hello_connection(void)
 	return fd;
 }
 
-/* RSS of `pid` in KiB, from /proc/<pid>/status. */
-static long vm_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	long kib = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	ck_assert_int_ge(kib, 0);
-	return kib;
-}
-
 /* ---- framing ----------------------------------------------------------- */
 
 START_TEST(test_truncated_frame)
@@ -809,7 +793,7 @@ static int send_frame_patiently(int fd, const uint8_t *frame, size_t len, int ms
 START_TEST(test_never_reads_replies)
 {
 	int before = settled_fds();
-	long rss_before = vm_rss_kib(d.pid);
+	long rss_before = test_rss_kib(d.pid);
 	int fd = hello_connection();
 	enum { MAX_REQUESTS = 200000 };
 	int sent = 0, err = 0;
@@ -828,7 +812,7 @@ START_TEST(test_never_reads_replies)
 	ck_assert_msg(err == -ETIMEDOUT || err == -EPIPE || err == -ECONNRESET,
 		      "%d requests sent without back-pressure (last error %d)", sent, err);
 	ck_assert_msg(test_daemon_alive(&d), "rudad died; see %s", d.log_path);
-	long growth = vm_rss_kib(d.pid) - rss_before;
+	long growth = test_rss_kib(d.pid) - rss_before;
 	ck_assert_msg(growth < 200 * 1024, "rudad grew by %ld KiB", growth);
 	/* the stalled client holds up nobody else */
 	assert_daemon_healthy();

@@ -81,13 +81,6 @@ START_TEST(profile_windows)
 }
 END_TEST
 
-static double seconds_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* `launches` launches of one invocation doing `iterations` x 256 atomic
  * adds each (tests/shaders/spin_long), then its count of launches and
  * adds: a long piece of work, submitted at once. */
@@ -117,7 +110,7 @@ static void spinner_init(struct spinner *sp, ruda_client *c)
 static void *spinner_run(void *p)
 {
 	struct spinner *sp = p;
-	double t0 = seconds_now();
+	double t0 = test_now();
 	sp->status = RUDA_OK;
 	for (uint32_t i = 0; i < sp->launches && sp->status == RUDA_OK; i++)
 		sp->status = ruda_client_launch(sp->c, sp->spin, (ruda_count){1, 1, 1}, &sp->h,
@@ -127,7 +120,7 @@ static void *spinner_run(void *p)
 	atomic_store(&sp->launched, 1);
 	if (sp->status == RUDA_OK)
 		sp->status = ruda_client_sync(sp->c);
-	sp->took = seconds_now() - t0;
+	sp->took = test_now() - t0;
 	sp->launched_total += sp->launches;
 	sp->adds_total += 256ull * sp->iterations * sp->launches;
 	return NULL;
@@ -177,7 +170,7 @@ START_TEST(profile_windows_count_own_work)
 		/* A's window opens (and reaches the queue) first */
 		ruda_profile_window w;
 		uint64_t short_ns = 0;
-		double t0 = seconds_now();
+		double t0 = test_now();
 		ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
 		ck_assert_int_eq(ruda_client_flush(client), RUDA_OK);
 		/* then B's long work, then A's short launch behind it */
@@ -192,7 +185,7 @@ START_TEST(profile_windows_count_own_work)
 						    push, 8),
 				 RUDA_OK);
 		ck_assert_int_eq(ruda_client_profile_end(client, w, &short_ns), RUDA_OK);
-		double a_wall = seconds_now() - t0;
+		double a_wall = test_now() - t0;
 		pthread_join(t, NULL);
 		ck_assert_int_eq(sb.status, RUDA_OK);
 		ck_assert_msg((double)short_ns < sb.took * 1e9 / 3,
@@ -216,12 +209,12 @@ START_TEST(profile_windows_count_own_work)
 	sa.launches = sb.launches;
 	ruda_profile_window w;
 	uint64_t long_ns = 0;
-	double t0 = seconds_now();
+	double t0 = test_now();
 	ck_assert_int_eq(ruda_client_profile_start(client, &w), RUDA_OK);
 	spinner_run(&sa);
 	ck_assert_int_eq(sa.status, RUDA_OK);
 	ck_assert_int_eq(ruda_client_profile_end(client, w, &long_ns), RUDA_OK);
-	double wall = seconds_now() - t0;
+	double wall = test_now() - t0;
 	ck_assert_msg((double)long_ns > sb.took * 1e9 / 2 && (double)long_ns <= wall * 1e9,
 		      "A's window around its own %.3f s of kernels: %.3f s (%.3f s wall)", sb.took,
 		      (double)long_ns / 1e9, wall);
@@ -336,15 +329,13 @@ static int take_the_device(ruda_client *c, void *arg)
 START_TEST(exclusive_holder_killed)
 {
 	test_kill(test_fork_client(&daemon_, "holder", take_the_device, NULL));
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double t0 = test_now();
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 	busy_work(client, 256, 1);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* released when the holder died, not when its lease ran out (the
 	 * lease's cap is 10 s; work here takes milliseconds) */
-	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	double waited = test_now() - t0;
 	ck_assert_msg(waited < 2.0, "the others waited %.2f s for the dead holder's lease", waited);
 }
 END_TEST

@@ -20,13 +20,6 @@
 #define ck_assert_status(got, want) ck_assert_msg((got) == (want), "%s (%d), expected %s", \
 						 ruda_strerror(got), (int)(got), ruda_strerror(want))
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -84,19 +77,19 @@ static ruda_kernel launch_endless(ruda_client *c, ruda_handle *h)
 /* SIGTERM, then wait up to `bound_s`: the exit status, or -1 (then killed). */
 static int sigterm_and_wait(struct test_daemon *d, double bound_s, double *took)
 {
-	double t0 = now_s();
+	double t0 = test_now();
 	kill(d->pid, SIGTERM);
 	int status;
-	while (now_s() - t0 < bound_s) {
+	while (test_now() - t0 < bound_s) {
 		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			*took = now_s() - t0;
+			*took = test_now() - t0;
 			return status;
 		}
 		sleep_ms(50);
 	}
 	kill(d->pid, SIGKILL);
 	waitpid(d->pid, &status, 0);
-	*took = now_s() - t0;
+	*took = test_now() - t0;
 	return -1;
 }
 
@@ -121,10 +114,10 @@ START_TEST(endless_kernel_times_out_and_device_recovers)
 
 	ruda_client *bad = test_connect(&d, "endless");
 	ruda_handle h;
-	double t0 = now_s();
+	double t0 = test_now();
 	launch_endless(bad, &h);
 	ruda_status st = ruda_client_sync(bad);
-	double took = now_s() - t0;
+	double took = test_now() - t0;
 	expect_error(bad, st, RUDA_ERROR_TIMEOUT, "time limit");
 	/* the limit acted: not before it, and long before forever */
 	ck_assert_msg(took >= 0.9 && took < 60, "timed out after %.2f s", took);

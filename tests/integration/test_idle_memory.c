@@ -17,27 +17,6 @@
 
 enum { CLIENTS = 16, BUFFERS = 6, FLOATS = 1 << 20, MIXED = 24 }; /* 4 MiB a buffer */
 
-static long vm_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	long kib = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* One client: buffers of 4 MiB, a kernel over them, results checked. */
 static int client_work(const struct test_daemon *d, int index)
 {
@@ -107,7 +86,7 @@ START_TEST(idle_rss_comes_back)
 	ruda_client *watch = test_connect(&d, "watch");
 	test_wait_for_stats(watch, 1, 0);
 	sleep(1);
-	long before = vm_rss_kib(d.pid);
+	long before = test_rss_kib(d.pid);
 
 	pid_t pids[CLIENTS];
 	for (int i = 0; i < CLIENTS; i++) {
@@ -119,7 +98,7 @@ START_TEST(idle_rss_comes_back)
 	long peak = 0;
 	for (int i = 0; i < CLIENTS; i++) {
 		int st;
-		long rss = vm_rss_kib(d.pid);
+		long rss = test_rss_kib(d.pid);
 		peak = rss > peak ? rss : peak;
 		ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d: status %d", i, st);
@@ -127,14 +106,14 @@ START_TEST(idle_rss_comes_back)
 	ruda_daemon_stats s = test_wait_for_stats(watch, 1, 0);
 	ck_assert_uint_eq(s.device_bytes, 0);
 	/* idle now: wait (10 s at most) for the resident size to come back */
-	double t0 = now_s();
-	long rss = vm_rss_kib(d.pid);
-	while (rss > before * 3 / 2 && now_s() - t0 < 10) {
+	double t0 = test_now();
+	long rss = test_rss_kib(d.pid);
+	while (rss > before * 3 / 2 && test_now() - t0 < 10) {
 		usleep(100000);
-		rss = vm_rss_kib(d.pid);
+		rss = test_rss_kib(d.pid);
 	}
 	fprintf(stderr, "rudad VmRSS: %ld kB before, %ld kB seen during, %ld kB idle after %.1f s\n",
-		before, peak, rss, now_s() - t0);
+		before, peak, rss, test_now() - t0);
 	ck_assert_msg(rss <= before * 3 / 2, "idle RSS %ld kB, before %ld kB", rss, before);
 	ck_assert(test_daemon_alive(&d));
 	ruda_client_close(watch);

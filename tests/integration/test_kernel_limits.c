@@ -184,22 +184,6 @@ START_TEST(hostile_kernels_refused)
 }
 END_TEST
 
-/* rudad's resident memory in KiB. */
-static long rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	long kib = -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			kib = atol(line + 6);
-	fclose(f);
-	ck_assert_int_gt(kib, 0);
-	return kib;
-}
-
 static int run_rudactl_cleanup(void)
 {
 	pid_t pid = fork();
@@ -246,7 +230,7 @@ START_TEST(dropped_pipelines_give_memory_back)
 			 RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	ck_assert_int_eq(ruda_client_kernel_release(c, k), RUDA_OK);
-	long base = rss_kib(daemon_.pid);
+	long base = test_rss_kib(daemon_.pid);
 
 	/* registered, never launched: nothing else submits meanwhile */
 	for (uint32_t i = 0; i < 1500; i++) {
@@ -255,7 +239,7 @@ START_TEST(dropped_pipelines_give_memory_back)
 		ck_assert_int_eq(ruda_client_kernel_release(c, k), RUDA_OK);
 	}
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
-	long peak = rss_kib(daemon_.pid);
+	long peak = test_rss_kib(daemon_.pid);
 	/* the daemon keeps up to 1024 pipelines nobody uses: on lavapipe
 	 * about 90 MB */
 	if (peak - base < 40 * 1024) {
@@ -269,7 +253,7 @@ START_TEST(dropped_pipelines_give_memory_back)
 	/* back near the baseline: within a quarter of what the pipelines took
 	 * (without the fix it stayed at the peak) */
 	long limit = base + (peak - base) / 4 + 10 * 1024, now = 0;
-	for (int i = 0; i < 100 && (now = rss_kib(daemon_.pid)) > limit; i++)
+	for (int i = 0; i < 100 && (now = test_rss_kib(daemon_.pid)) > limit; i++)
 		usleep(100 * 1000);
 	ck_assert_msg(now <= limit, "rudad's RSS %ld KiB after cleanup; baseline %ld, peak %ld",
 		      now, base, peak);

@@ -13,13 +13,6 @@
 
 #include "harness.h"
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The queues rudad says device 0 has ("(physical device 0, N queues)"). */
 static unsigned device_queues(const struct test_daemon *d)
 {
@@ -130,27 +123,27 @@ START_TEST(sessions_run_side_by_side)
 	uint32_t a_launches = 0;
 	double took;
 	for (;;) {
-		double t0 = now_s();
+		double t0 = test_now();
 		a_launches += (uint32_t)n;
 		ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
 		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-		took = now_s() - t0;
+		took = test_now() - t0;
 		if (took > 0.25 || n >= 4096)
 			break;
 		n *= 2;
 	}
 	/* again, and B's one short launch beside it */
-	double t0 = now_s();
+	double t0 = test_now();
 	a_launches += (uint32_t)n;
 	ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
 	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
 	usleep(20000); /* A's work has started */
-	double b0 = now_s();
+	double b0 = test_now();
 	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	double b_took = now_s() - b0;
+	double b_took = test_now() - b0;
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	double a_took = now_s() - t0;
+	double a_took = test_now() - t0;
 	fprintf(stderr, "A: %d long launches in %.3f s; B's short launch + sync beside it: %.4f s\n",
 		n, a_took, b_took);
 	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
