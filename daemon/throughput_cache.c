@@ -93,6 +93,19 @@ static int insert(struct ruda_throughput_cache *c, const char *key, size_t len, 
 	return 0;
 }
 
+/* Forget every measurement. */
+static void clear(struct ruda_throughput_cache *c)
+{
+	struct throughput *e;
+	while ((e = ruda__handle_table_pop(&c->table, NULL)))
+		while (e) {
+			struct throughput *next = e->next;
+			free(e);
+			e = next;
+		}
+	c->count = 0;
+}
+
 int ruda__throughput_cache_path(const struct ruda_device *d, const char *dir, char *buf,
 				size_t len)
 {
@@ -277,14 +290,7 @@ struct ruda_throughput_cache *ruda__throughput_cache_new(uv_loop_t *loop,
 	if (why) {
 		log_warn("throughput cache %s: %s; starting without it", path, why);
 		/* what a bad file held in part is not to be trusted either */
-		struct throughput *e;
-		while ((e = ruda__handle_table_pop(&c->table, NULL)))
-			while (e) {
-				struct throughput *next = e->next;
-				free(e);
-				e = next;
-			}
-		c->count = 0;
+		clear(c);
 	} else if (c->count) {
 		log_info("throughput cache %s: %zu measurements", path, c->count);
 	}
@@ -299,13 +305,7 @@ static void on_timer_closed(uv_handle_t *h)
 /* Free what is left; the timer is closed already. */
 static void drop(struct ruda_throughput_cache *c)
 {
-	struct throughput *e;
-	while ((e = ruda__handle_table_pop(&c->table, NULL)))
-		while (e) {
-			struct throughput *next = e->next;
-			free(e);
-			e = next;
-		}
+	clear(c);
 	ruda__handle_table_finish(&c->table);
 	free(c->snapshot);
 	free(c->dir);
