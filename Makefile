@@ -54,13 +54,15 @@ PROTOS := $(wildcard proto/*.proto)
 GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.h) \
 	$(BUILD)/gen/status_check.c
 
-DAEMON_SRC := $(wildcard daemon/*.c)
+DAEMON_SRC := $(wildcard daemon/*/*.c)
 PROTO_SRC := proto/frame.c proto/sha256.c proto/socket_path.c
 CLIENT_SRC := $(wildcard libclient/*.c)
 CLIENT_SRC := $(filter-out libclient/rudactl%.c,$(CLIENT_SRC))
 RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))
 
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
+# daemon sources name each other by layer: "device/device.h"
+$(DAEMON_OBJ): BASE_CFLAGS += -Idaemon
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/status_check.o
 
@@ -102,12 +104,12 @@ $(BUILD)/gen/status_check.c: proto/ruda.proto
 	} > $@
 
 # rudad's own kernel (dynamic counts), compiled into it as C words
-$(BUILD)/gen/indirect_clamp.spv.inc: daemon/indirect_clamp.comp
+$(BUILD)/gen/indirect_clamp.spv.inc: daemon/exec/indirect_clamp.comp
 	@mkdir -p $(BUILD)/gen
 	$(say) GLSLC $@
 	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
 
-$(BUILD)/obj/daemon/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
+$(BUILD)/obj/daemon/exec/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
 
 # ---- objects ------------------------------------------------------------
 
@@ -215,7 +217,7 @@ $(BUILD)/obj/tests/harness.o: tests/harness.c tests/harness.h $(GEN)
 	$(Q)$(CC) $(TEST_CFLAGS) -c $< -o $@
 
 # Unit suites may use any daemon module; both kinds link the real libruda.
-DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/main.o,$(DAEMON_OBJ))
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/obj/daemon/server/main.o,$(DAEMON_OBJ))
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(TEST_COMMON) $(DAEMON_LIB_OBJ) $(BUILD)/libruda.a \
 		| $(SPIRV) $(TEST_SPIRV)

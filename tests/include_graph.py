@@ -33,7 +33,10 @@ def modules(root):
             with open(path, encoding='utf-8', errors='replace') as f:
                 text = f.read()
             for inc in INCLUDE.findall(text):
+                # as the compiler looks: beside the file, then from root (-Idaemon)
                 target = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+                if not os.path.exists(target):
+                    target = os.path.normpath(os.path.join(root, inc))
                 dep = os.path.splitext(os.path.relpath(target, root))[0]
                 if dep in mods and dep != mod:
                     m['deps'].add(dep)

@@ -19,10 +19,10 @@
 
 #include <uv.h>
 
-#include "arena.h"
+#include "memory/arena.h"
 #include "bench.h"
-#include "buffer.h"
-#include "device.h"
+#include "memory/buffer.h"
+#include "device/device.h"
 
 #define RING 4
 #define WAIT_NS (120ull * 1000000000ull)

@@ -10,7 +10,7 @@
  * data byte, so that KernelRegister and Launch reach the compiler and the
  * device. The input is then the byte stream the client sends: each frame
  * the reader takes out goes through ruda__dispatch_frame exactly as
- * daemon/session.c would pass it, with the server's end-of-iteration tick
+ * daemon/requests/session.c would pass it, with the server's end-of-iteration tick
  * and loop turns in between; replies are read from the other end and
  * thrown away. At the end the session is killed and the loop turned until
  * the device and the compiler are idle.
@@ -33,13 +33,13 @@
 #include <unistd.h>
 
 #include "../../proto/frame.h"
-#include "arena.h"
-#include "device.h"
-#include "dispatch.h"
-#include "log.h"
-#include "pipeline.h"
+#include "memory/arena.h"
+#include "device/device.h"
+#include "requests/dispatch.h"
+#include "common/log.h"
+#include "exec/pipeline.h"
 #include "ruda.pb-c.h"
-#include "session.h"
+#include "requests/session.h"
 
 #ifndef RUDA_BUILD_DIR
 #define RUDA_BUILD_DIR "build"

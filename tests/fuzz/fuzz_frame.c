@@ -5,7 +5,7 @@
  * client would send. The stream is fed to a ruda_frame_reader in pieces of
  * pseudo-random sizes (as recvmsg would deliver them), every complete frame
  * is taken out and its payload unpacked as a ruda.Request through a capped
- * bump allocator like daemon/dispatch.c's, packed again and unpacked again.
+ * bump allocator like daemon/requests/dispatch.c's, packed again and unpacked again.
  *
  * Checked besides what the sanitizers see: feeding never fails while the
  * reader has room, a reader that is full always has a frame to give, a
@@ -23,7 +23,7 @@
 #include "../../proto/frame.h"
 #include "ruda.pb-c.h"
 
-/* as daemon/dispatch.c: one scratch area, a hard cap on what a frame may
+/* as daemon/requests/dispatch.c: one scratch area, a hard cap on what a frame may
  * make the decoder allocate */
 #define FF_SCRATCH_BYTES (1u << 20)
 

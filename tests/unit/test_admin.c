@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/admin.c: permission checks (with and without a
+ * Unit tests for daemon/requests/admin.c: permission checks (with and without a
  * policy), the drain and shutdown hooks, kill, and refusals that keep the
  * connection open. Sessions run over a socketpair with no device; the
  * integration suite test_rudactl covers the views against a real rudad.
@@ -12,10 +12,10 @@
 
 #include "harness.h"
 
-#include "admin.h"
-#include "config.h"
-#include "policy.h"
-#include "session.h"
+#include "requests/admin.h"
+#include "common/config.h"
+#include "common/policy.h"
+#include "requests/session.h"
 
 struct fixture {
 	uv_loop_t loop;

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
+#include "common/config.h"
+#include "common/log.h"
 
 struct errors {
 	int count;

@@ -1,4 +1,4 @@
-/* Unit tests for daemon/handle_table.c, checked against a naive reference. */
+/* Unit tests for daemon/common/handle_table.c, checked against a naive reference. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 
 #include "harness.h"
 
-#include "handle_table.h"
+#include "common/handle_table.h"
 
 /* For hot loops: a passing ck_assert writes to Check's pipe each time. */
 #define REQUIRE(cond)                                                \

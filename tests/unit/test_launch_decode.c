@@ -1,4 +1,4 @@
-/* rudad's launch decoder (daemon/launch_decode.c) against protobuf-c: it
+/* rudad's launch decoder (daemon/common/launch_decode.c) against protobuf-c: it
  * takes what libruda and protobuf-c write, and whatever it takes means
  * what protobuf-c says it means. */
 #include <check.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../daemon/launch_decode.h"
+#include "../../daemon/common/launch_decode.h"
 #include "../../libclient/launch_wire.h"
 #include "harness.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for daemon/memfd_check.c: the one check of a client's memfd. */
+/* Unit tests for daemon/common/memfd_check.c: the one check of a client's memfd. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "memfd_check.h"
+#include "common/memfd_check.h"
 
 static int memfd(uint64_t size, unsigned seals)
 {

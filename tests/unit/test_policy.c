@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "policy.h"
+#include "common/config.h"
+#include "common/policy.h"
 
 static struct ruda_config config;
 static struct ruda_policy policy;

@@ -1,9 +1,9 @@
 /* When a client held back for a higher priority may start its next command
- * (daemon/priority.c): the state is set by hand, the clock is a number. */
+ * (daemon/common/priority.c): the state is set by hand, the clock is a number. */
 #include <check.h>
 #include <stdlib.h>
 
-#include "priority.h"
+#include "common/priority.h"
 
 #define US 1000ull
 #define MS 1000000ull

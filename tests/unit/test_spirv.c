@@ -1,4 +1,4 @@
-/* Unit tests for daemon/spirv.c: what rudad accepts as a kernel. */
+/* Unit tests for daemon/common/spirv.c: what rudad accepts as a kernel. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -13,7 +13,7 @@
 #undef kDefaultMaxIdBound
 #include <vulkan/vulkan.h>
 
-#include "spirv.h"
+#include "common/spirv.h"
 #include "spirv_calls.h"
 
 #define API VK_MAKE_API_VERSION(0, 1, 2, 0)

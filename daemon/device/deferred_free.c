@@ -1,0 +1,72 @@
+#include "device/deferred_free.h"
+
+#include <stdlib.h>
+
+struct deferred {
+	uv_work_t work;
+	struct ruda_deferred_free *owner; /* borrowed: waits for us before it goes */
+	void (*release)(void *arg);
+	void *arg;
+};
+
+void ruda__deferred_free_init(struct ruda_deferred_free *f, uv_loop_t *loop)
+{
+	*f = (struct ruda_deferred_free){.loop = loop};
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->idle, NULL);
+}
+
+void ruda__deferred_free_wait(struct ruda_deferred_free *f)
+{
+	pthread_mutex_lock(&f->lock);
+	while (f->pending)
+		pthread_cond_wait(&f->idle, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void ruda__deferred_free_finish(struct ruda_deferred_free *f)
+{
+	ruda__deferred_free_wait(f);
+	pthread_cond_destroy(&f->idle);
+	pthread_mutex_destroy(&f->lock);
+}
+
+static void deferred_work(uv_work_t *work)
+{
+	struct deferred *d = work->data;
+	d->release(d->arg);
+	/* the last touch of the owner: it may go as soon as pending is 0 */
+	struct ruda_deferred_free *f = d->owner;
+	pthread_mutex_lock(&f->lock);
+	f->pending--;
+	pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void deferred_done(uv_work_t *work, int status)
+{
+	(void)status; /* never cancelled */
+	free(work->data);
+}
+
+void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void *arg),
+			     void *arg)
+{
+	struct deferred *d = f->loop ? malloc(sizeof(*d)) : NULL;
+	if (!d) {
+		release(arg);
+		return;
+	}
+	*d = (struct deferred){.owner = f, .release = release, .arg = arg};
+	d->work.data = d;
+	pthread_mutex_lock(&f->lock);
+	f->pending++;
+	pthread_mutex_unlock(&f->lock);
+	if (uv_queue_work(f->loop, &d->work, deferred_work, deferred_done) < 0) {
+		pthread_mutex_lock(&f->lock);
+		f->pending--;
+		pthread_mutex_unlock(&f->lock);
+		free(d);
+		release(arg);
+	}
+}

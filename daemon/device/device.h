@@ -1,0 +1,268 @@
+/*
+ * A Vulkan device opened by rudad: its queue, command pool, timeline
+ * semaphore and the completion thread that waits on it so the loop never
+ * does. Submissions complete in order; their waiters run on the loop.
+ */
+#ifndef RUDA_DEVICE_H
+#define RUDA_DEVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+#include <vulkan/vulkan.h>
+
+#include "device/deferred_free.h"
+#include "device/memory.h"
+#include "common/priority.h"
+#include "device/progress_page.h"
+#include "common/ref.h"
+#include "common/spirv.h"
+
+struct ruda_device;
+struct ruda_indirect;
+
+/* Queues of the compute family a device uses at most. */
+#define RUDA_MAX_QUEUES 16u
+
+/* Something to do on the loop once a submission has completed. */
+struct ruda_waiter {
+	struct ruda_waiter *next;
+	/* `status` is RUDA_OK or the device's failure; frees the waiter. */
+	void (*done)(struct ruda_waiter *waiter, int status);
+	uint64_t gpu_ns; /* set before done: device time of the submission */
+};
+
+/* One vkQueueSubmit: a command buffer and everything it must keep alive. */
+struct ruda_submission {
+	struct ruda_submission *next;
+	struct ruda_device *device; /* borrowed */
+	uint32_t queue;  /* which of the device's queues runs it */
+	bool after_all;  /* waits for all work submitted before it, every queue's */
+	/* and/or for one other queue's work up to `wait_value` (0: none) */
+	uint32_t wait_queue;
+	uint64_t wait_value;
+	VkCommandBuffer cmd;
+	uint64_t value; /* timeline value signalled on completion; 0 while recording */
+	uint32_t commands;
+	uint64_t host_bytes; /* copied between host memory and the device */
+	int32_t query_pair; /* timestamps around it, or -1 */
+	uint64_t submitted_ns; /* uv_hrtime() at submission */
+	uint64_t owner;        /* id of the session whose work it is; 0: none */
+	uint64_t gpu_ns;    /* device time it took, once complete */
+	struct ruda_ref **refs; /* owned references, dropped on completion */
+	size_t nrefs, refs_cap;
+	struct ruda_waiter *waiters, **waiters_tail;
+};
+
+struct ruda_device_stats {
+	uint64_t bytes;   /* device memory held by buffers */
+	uint64_t buffers;
+	uint64_t pipelines;
+	uint64_t kernels_compiled;
+	uint64_t cache_file_bytes; /* pipeline cache file, at the last load or save */
+	uint64_t zero_filled_bytes; /* new buffers' bytes zero-filled, since start */
+};
+
+struct ruda_device {
+	uint32_t index;
+	VkPhysicalDevice physical;
+	VkDevice vk;
+	VkQueue queue; /* queues[0] */
+	uint32_t queue_family;
+	/* Several queues of the compute family (issue 22): each stream keeps
+	 * to one, so one stream's barriers order only its queue's work and
+	 * other streams' kernels run beside it. Every submission signals the
+	 * next global timeline value on its queue's own semaphore;
+	 * `completed` is the highest value below which everything is done. */
+	uint32_t nqueues;
+	VkQueue queues[RUDA_MAX_QUEUES];
+	VkSemaphore timelines[RUDA_MAX_QUEUES]; /* timelines[0] == timeline */
+	_Atomic uint64_t queue_submitted[RUDA_MAX_QUEUES]; /* last value submitted on it */
+	/* a value below every one in flight on it (set when it was idle) */
+	_Atomic uint64_t queue_floor[RUDA_MAX_QUEUES];
+	/* each queue's timeline as last published: a submission is complete
+	 * once its queue's reaches its value (completion thread writes) */
+	_Atomic uint64_t queue_done[RUDA_MAX_QUEUES];
+	uint32_t next_queue; /* loop thread: the queue the next stream gets */
+	VkPhysicalDeviceProperties props;
+	VkPhysicalDeviceMemoryProperties memory;
+	uint32_t max_push_descriptors;
+	uint32_t subgroup_size;
+	uint64_t max_allocation_size;
+	uint64_t import_alignment; /* 0: no VK_EXT_external_memory_host */
+	struct ruda_spirv_features spirv_features; /* what kernels may use */
+	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;
+	PFN_vkGetMemoryHostPointerPropertiesEXT get_memory_host_pointer_properties;
+	/* exported buffers (get_resource): get_memory_fd is NULL where they
+	 * cannot be, and export_off (static text) says why */
+	PFN_vkGetMemoryFdKHR get_memory_fd;
+	const char *export_off;
+	uint8_t device_uuid[VK_UUID_SIZE];  /* importers must match both */
+	uint8_t driver_uuid[VK_UUID_SIZE];
+
+	VkCommandPool command_pool; /* loop thread only */
+	VkPipelineCache pipeline_cache;
+	VkSemaphore timeline;
+	uint64_t submitted; /* last value handed to vkQueueSubmit */
+	struct ruda_submission *inflight, *inflight_tail;
+	size_t inflight_count;
+	struct ruda_submission *spare; /* completed submissions, for reuse */
+	struct ruda_submission *zombies; /* failed (lost, timed out) but maybe running */
+
+	/* completion thread: waits for `target` and publishes `completed` */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	_Atomic uint64_t target; /* written under lock; read unlocked while spinning */
+	bool stop;               /* guarded by lock */
+	uint64_t spin_ns; /* how long the thread polls before it sleeps */
+	/* uv_hrtime() by which the host-device copies submitted so far should
+	 * have ended: the thread polls until then, so a big transfer's end is
+	 * seen at once rather than after a wake-up (written on the loop) */
+	_Atomic uint64_t transfers_until_ns;
+	_Atomic uint64_t completed;
+	struct ruda_progress progress; /* `completed` and failure, for clients */
+	_Atomic int lost;        /* a VkResult once the device has failed */
+	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
+	uint64_t submission_timeout_ns; /* no progress for this long: failed */
+	uint64_t timed_out_owner;       /* the session whose submission timed out */
+	/* given up after a timeout: its work may never end, so nothing it
+	 * may touch is freed; destroyed once the work has ended after all */
+	bool abandoned;
+	struct ruda_device *abandoned_next;
+	uv_timer_t watchdog;            /* loop: looks for work that stopped */
+	uint64_t watch_done, watch_since;
+	uv_async_t async;
+
+	/* timestamp queries, in pairs: one pair per submission in flight */
+	VkQueryPool timestamps; /* VK_NULL_HANDLE: the queue has none */
+	double timestamp_period; /* ns per tick */
+	uint64_t timestamp_mask;
+	bool account_with_timestamps; /* else submission-to-completion time */
+	uint64_t last_completion_ns;
+	uint32_t *free_pairs; /* stack of free pair indices */
+	uint32_t nfree_pairs;
+
+	/* several devices: where it comes from, what it can do, how busy it
+	 * is (device_set.c, device_details.c) */
+	uint32_t physical_index;
+	uint32_t type_index; /* among the daemon's devices of its type */
+	struct ruda_device_details *details; /* owned by device_details.c */
+	uint64_t busy_ns;   /* device time of the submissions completed so far */
+	uint64_t opened_ns; /* uv_hrtime() once opened */
+	/* called by ruda__device_destroy once the device is idle, before its
+	 * VkDevice goes: others drop what they made on it (host staging) */
+	void (*before_destroy)(struct ruda_device *device);
+
+	/* its physical device's heaps' budgets, VK_MAX_MEMORY_HEAPS of them,
+	 * shared with the other logical devices on it (ruda_vulkan's); NULL:
+	 * the allocator counts alone */
+	struct ruda_heap_budget *heap_budgets;
+	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
+	struct ruda_deferred_free frees; /* slow frees, run in the thread pool */
+	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
+	struct ruda_device_stats stats;
+	struct ruda_priority_state priority; /* scheduling (session.c, priority.c) */
+	/* called on the loop after completions were processed */
+	void (*on_progress)(void *data);
+	void *progress_data;
+};
+
+/* The daemon's Vulkan instance and every physical device it can see. */
+struct ruda_vulkan {
+	VkInstance instance;
+	VkPhysicalDevice *physical;
+	uint32_t nphysical;
+	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
+	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
+	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
+	 * devices opened on it reserve together (memory.h) */
+	struct ruda_heap_budget *budgets;
+	bool budgets_borrowed; /* another instance's (recovery.c): not freed */
+};
+
+int ruda__vulkan_init(struct ruda_vulkan *vk);
+void ruda__vulkan_finish(struct ruda_vulkan *vk);
+/* Index of the device `selector` names (a number, or part of a device
+ * name), or of the best device when selector is NULL; -1 if none. */
+int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
+
+/* Open physical device `physical_index` as logical device `index`. */
+int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_t index,
+			uv_loop_t *loop, struct ruda_device **out);
+/* Waits for the device to go idle, completes everything, frees it. */
+void ruda__device_destroy(struct ruda_device *device);
+
+/* A submission in the recording state (command buffer begun), on queue 0
+ * and after all work submitted before it on every queue: what rudad's own
+ * copies and fills outside a stream need. */
+struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
+/* The same on `queue`, ordered only after that queue's work (a stream's). */
+struct ruda_submission *ruda__submission_begin_on(struct ruda_device *device, uint32_t queue);
+/* The queue for a new stream: they take turns. */
+uint32_t ruda__device_next_queue(struct ruda_device *device);
+/* The highest timeline value below which every submission, on every
+ * queue, has completed (what `completed` publishes); 0 when the device
+ * cannot say (lost). */
+int ruda__device_read_completed(struct ruda_device *device, uint64_t *value);
+/* Keep `ref` alive until the submission completes (takes a new reference). */
+int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref);
+void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter);
+/* Run `waiter` once the submission of timeline value `value` has completed
+ * (submissions complete in order on the one queue): at once with RUDA_OK
+ * when it has, or with the device's failure when it is in flight no more
+ * and never completed. */
+void ruda__device_wait_value(struct ruda_device *device, uint64_t value,
+			     struct ruda_waiter *waiter);
+/* End, submit and hand to the completion thread. On failure the
+ * submission's waiters see the error and the device counts as lost. */
+int ruda__submission_submit(struct ruda_submission *sub);
+/* Throw away a recording that will never be submitted; waiters see
+ * `status`. */
+void ruda__submission_discard(struct ruda_submission *sub, int status);
+
+/* Replace a device whose work may never end (a timeout): it is taken off
+ * the loop's books (no watchdog, no progress callback, the loop may exit
+ * without it) and kept with everything its submissions hold; once its work
+ * ends it is destroyed. Loop thread. */
+void ruda__device_abandon(struct ruda_device *device);
+/* Devices abandoned whose work still runs. */
+unsigned ruda__device_abandoned_count(void);
+/* Whether everything submitted has completed (asks the driver). */
+bool ruda__device_idle(struct ruda_device *device);
+
+/* Device time of the submission running now, counted from its start (or
+ * the previous completion) so far; 0 when none runs. *owner (optional):
+ * its session's id. How busy a device is shows while a launch runs. */
+uint64_t ruda__device_running_ns(const struct ruda_device *device, uint64_t *owner);
+/* busy_ns with the running submission's time so far. */
+uint64_t ruda__device_busy_ns(const struct ruda_device *device);
+
+/* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
+ * once it has failed, else RUDA_OK. */
+int ruda__device_failure(struct ruda_device *device);
+
+/* Test-only: fail the device as a VK_ERROR_DEVICE_LOST from the driver
+ * would (its work fails with RUDA_ERROR_DEVICE_LOST). Loop thread. */
+void ruda__device_inject_loss(struct ruda_device *device);
+
+/* Run completions the completion thread has published (loop thread). */
+void ruda__device_process_completions(struct ruda_device *device);
+
+/* A free pair of timestamp queries (reset and ready), or -1. */
+int32_t ruda__device_query_pair_get(struct ruda_device *device);
+void ruda__device_query_pair_put(struct ruda_device *device, int32_t pair);
+/* Record a reset of `pair` and a timestamp into its first query. */
+void ruda__device_query_pair_begin(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
+/* Record a timestamp into its second query. */
+void ruda__device_query_pair_end(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
+/* Nanoseconds between the pair's timestamps (both written and complete);
+ * 0 when unavailable. */
+uint64_t ruda__device_query_pair_ns(struct ruda_device *device, int32_t pair);
+
+int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
+			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
+
+#endif

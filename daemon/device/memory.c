@@ -1,0 +1,518 @@
+#include "device/memory.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "device/device.h"
+#include "common/handle_table.h"
+#include "common/log.h"
+
+/* A free range of a shared page, in its page's list (in no particular
+ * order) and found by its first and its end offset, so that a freed range
+ * meets its neighbours in O(1) however many ranges there are (a session of
+ * 100 000 small buffers, freed in hash order, walked a sorted list for each
+ * and stalled the loop for 11-15 s). */
+struct free_range {
+	struct free_range *next, *prev;
+	uint64_t offset, size;
+};
+
+struct ruda_memory_page {
+	struct ruda_memory_page *next;
+	VkDeviceMemory memory;
+	uint64_t size;
+	uint64_t used;
+	int dedicated;
+	int persistent; /* shared page for persistent-mode buffers */
+	int exportable; /* dedicated, allocated for export */
+	int kept;       /* dedicated, freed, kept for the next buffer of its size */
+	uint64_t kept_at_ns; /* uv_hrtime() when it was kept */
+	struct free_range *free;
+	struct ruda_handle_table starts; /* offset -> free range starting there */
+	struct ruda_handle_table ends;   /* offset -> free range ending there */
+};
+
+/* ---- a page's free ranges ------------------------------------------------ */
+
+static void index_drop(struct ruda_handle_table *t, uint64_t key, struct free_range *r)
+{
+	if (ruda__handle_table_get(t, key) == r)
+		ruda__handle_table_remove(t, key);
+}
+
+/* Index `r` under its bounds. Out of memory, it stays in the list (usable)
+ * but unfound by its neighbours: it only coalesces less. */
+static void index_add(struct ruda_memory_page *p, struct free_range *r)
+{
+	(void)ruda__handle_table_insert(&p->starts, r->offset, r);
+	(void)ruda__handle_table_insert(&p->ends, r->offset + r->size, r);
+}
+
+static struct free_range *range_add(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
+{
+	struct free_range *r = malloc(sizeof(*r));
+	if (!r)
+		return NULL;
+	*r = (struct free_range){.next = p->free, .offset = offset, .size = size};
+	if (p->free)
+		p->free->prev = r;
+	p->free = r;
+	index_add(p, r);
+	return r;
+}
+
+static void range_remove(struct ruda_memory_page *p, struct free_range *r)
+{
+	index_drop(&p->starts, r->offset, r);
+	index_drop(&p->ends, r->offset + r->size, r);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		p->free = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	free(r);
+}
+
+static void range_set(struct ruda_memory_page *p, struct free_range *r, uint64_t offset,
+		      uint64_t size)
+{
+	index_drop(&p->starts, r->offset, r);
+	index_drop(&p->ends, r->offset + r->size, r);
+	r->offset = offset;
+	r->size = size;
+	index_add(p, r);
+}
+
+static void ranges_finish(struct ruda_memory_page *p)
+{
+	while (p->free) {
+		struct free_range *r = p->free;
+		p->free = r->next;
+		free(r);
+	}
+	ruda__handle_table_finish(&p->starts);
+	ruda__handle_table_finish(&p->ends);
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
+		      const VkMemoryRequirements *req)
+{
+	memset(m, 0, sizeof(*m));
+	m->device = d;
+	int type = ruda__device_memory_type(d, req->memoryTypeBits,
+					    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+	if (type < 0)
+		type = ruda__device_memory_type(d, req->memoryTypeBits, 0, 0);
+	if (type < 0)
+		return -ENODEV;
+	m->type = (uint32_t)type;
+	uint32_t heap = d->memory.memoryTypes[type].heapIndex;
+	m->heap_size = d->memory.memoryHeaps[heap].size;
+	/* a binding can start at any allocation: respect both alignments */
+	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	m->alignment = req->alignment > align ? req->alignment : align;
+	if (m->alignment < 256)
+		m->alignment = 256;
+	/* pages of a quarter of the largest binding, 4 MiB to 256 MiB; shared
+	 * up to a quarter page, so one page holds at least four buffers */
+	uint64_t page = d->props.limits.maxStorageBufferRange / 4;
+	if (page > (256u << 20))
+		page = 256u << 20;
+	if (page < (4u << 20))
+		page = 4u << 20;
+	if (page > d->max_allocation_size)
+		page = d->max_allocation_size;
+	m->page_size = page;
+	m->max_shared = page / 4;
+	m->keep_empty = 1;
+	/* Freed dedicated pages are kept, up to an eighth of the heap (4 GiB at
+	 * most), for the next buffer of the same size: on the H200 a 1 GiB
+	 * vkAllocateMemory takes ~25 ms, and a 1 GiB free leaves the device
+	 * busy for tens of ms, so a program that frees and creates big buffers
+	 * in turn got 12-15 GB/s out of a 50 GB/s bus (docs/memory.md). */
+	m->keep_dedicated = m->heap_size / 8;
+	if (m->keep_dedicated > (4ull << 30))
+		m->keep_dedicated = 4ull << 30;
+	m->keep_for_ns = RUDA_FREED_MEMORY_KEEP_MS * 1000000ull;
+	m->budget = d->heap_budgets ? &d->heap_budgets[heap] : &m->own;
+	m->budget_next = m->budget->members;
+	m->budget->members = m;
+	return 0;
+}
+
+/* What the thread pool needs to give a page's memory back. */
+struct page_release {
+	struct ruda_memory *m; /* outlives it: the device waits for its frees */
+	VkDeviceMemory memory;
+	uint64_t size;
+};
+
+static void page_release(void *arg)
+{
+	struct page_release *r = arg;
+	vkFreeMemory(r->m->device->vk, r->memory, NULL);
+	atomic_fetch_sub(&r->m->budget->held, r->size);
+	atomic_fetch_sub(&r->m->freeing, r->size);
+	free(r);
+}
+
+/* The page leaves the accounting now; its memory is freed in the thread
+ * pool (vkFreeMemory of a large page takes long: docs/memory.md). */
+static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
+{
+	ranges_finish(p);
+	struct page_release *r = malloc(sizeof(*r));
+	if (r) {
+		*r = (struct page_release){.m = m, .memory = p->memory, .size = p->size};
+		atomic_fetch_add(&m->freeing, p->size);
+		ruda__deferred_free_run(&m->device->frees, page_release, r);
+	} else {
+		vkFreeMemory(m->device->vk, p->memory, NULL);
+		atomic_fetch_sub(&m->budget->held, p->size);
+	}
+	m->stats.pages--;
+	m->stats.reserved -= p->size;
+	free(p);
+}
+
+void ruda__memory_finish(struct ruda_memory *m)
+{
+	while (m->pages) {
+		struct ruda_memory_page *p = m->pages;
+		m->pages = p->next;
+		page_free(m, p);
+	}
+	/* its frees in the pool still lower the budget (the device waits for
+	 * them before it goes); it allocates no more */
+	for (struct ruda_memory **link = m->budget ? &m->budget->members : NULL; link && *link;
+	     link = &(*link)->budget_next)
+		if (*link == m) {
+			*link = m->budget_next;
+			break;
+		}
+}
+
+/* Give back the kept dedicated pages kept at `kept_by_ns` or before and,
+ * when `empty_shared`, every empty shared page; the bytes. */
+static uint64_t give_back_idle(struct ruda_memory *m, int empty_shared, uint64_t kept_by_ns)
+{
+	uint64_t freed = 0;
+	struct ruda_memory_page **link = &m->pages;
+	while (*link) {
+		struct ruda_memory_page *p = *link;
+		int shared_empty = !p->dedicated && p->used == 0;
+		int old_kept = p->kept && p->kept_at_ns <= kept_by_ns;
+		if (!old_kept && !(empty_shared && shared_empty)) {
+			link = &p->next;
+			continue;
+		}
+		*link = p->next;
+		freed += p->size;
+		if (p->kept)
+			m->stats.kept_bytes -= p->size;
+		else
+			m->stats.empty_pages--;
+		page_free(m, p);
+	}
+	return freed;
+}
+
+/* Give back the kept pages of every allocator on m's heap (the logical
+ * devices of one physical device share it); the bytes. */
+static uint64_t release_kept(struct ruda_memory *m)
+{
+	uint64_t freed = 0;
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (o->stats.kept_bytes)
+			freed += give_back_idle(o, 0, UINT64_MAX);
+	return freed;
+}
+
+static int heap_has_kept(struct ruda_memory *m)
+{
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (o->stats.kept_bytes)
+			return 1;
+	return 0;
+}
+
+/* Whether `size` more bytes fit in the heap beside the pages reserved and
+ * those still being freed, by every allocator on it. */
+static int heap_has_room(struct ruda_memory *m, uint64_t size)
+{
+	uint64_t held = atomic_load(&m->budget->held);
+	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+}
+
+/* An allocation found the heap full while pages are still being freed in
+ * the thread pool: wait for those frees (a client that released memory
+ * and allocates again expects it back), those of the other logical
+ * devices on the heap too. The loop waits only here, when the alternative
+ * is an out-of-memory answer, and for no longer than it used to spend
+ * freeing them itself. 1 if there were any. */
+static int wait_for_frees(struct ruda_memory *m)
+{
+	int waited = 0;
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		if (atomic_load(&o->freeing)) {
+			ruda__deferred_free_wait(&o->device->frees);
+			waited = 1;
+		}
+	return waited;
+}
+
+static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
+					 VkBuffer export_for)
+{
+	struct ruda_memory_page *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	/* drivers that allocate lazily (CPU devices) would accept more than the
+	 * heap holds and fail later, page by page: refuse it now (pages still
+	 * being freed in the thread pool are still the driver's) */
+	if (!heap_has_room(m, size) && heap_has_kept(m))
+		release_kept(m); /* wanted memory comes before kept memory */
+	if (!heap_has_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
+		free(p);
+		return NULL;
+	}
+	/* exportable from the start (memory cannot become so later), and
+	 * dedicated to its buffer: importers get the same allocation */
+	VkMemoryDedicatedAllocateInfo for_buffer = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+		.buffer = export_for,
+	};
+	VkExportMemoryAllocateInfo export = {
+		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+		.pNext = &for_buffer,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkMemoryAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = export_for != VK_NULL_HANDLE ? &export : NULL,
+		.allocationSize = size,
+		.memoryTypeIndex = m->type,
+	};
+	VkResult res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+	if (res != VK_SUCCESS && (release_kept(m) | wait_for_frees(m)))
+		res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+	if (res != VK_SUCCESS) {
+		free(p);
+		return NULL;
+	}
+	p->size = size;
+	p->dedicated = dedicated;
+	p->exportable = export_for != VK_NULL_HANDLE;
+	if (!dedicated && !range_add(p, 0, size)) {
+		vkFreeMemory(m->device->vk, p->memory, NULL);
+		ranges_finish(p);
+		free(p);
+		return NULL;
+	}
+	p->next = m->pages;
+	m->pages = p;
+	m->stats.pages++;
+	m->stats.reserved += size;
+	/* only the loop raises it: nothing came between the check and here */
+	atomic_fetch_add(&m->budget->held, size);
+	if (!dedicated)
+		m->stats.empty_pages++;
+	return p;
+}
+
+/* First fit in one page; 0 and *offset set, or -1. */
+static int page_take(struct ruda_memory_page *p, uint64_t size, uint64_t align, uint64_t *offset)
+{
+	for (struct free_range *r = p->free; r; r = r->next) {
+		uint64_t start = align_up(r->offset, align);
+		if (start + size > r->offset + r->size)
+			continue;
+		uint64_t end = start + size, range_end = r->offset + r->size;
+		if (start > r->offset && end < range_end) {
+			/* split: keep the head here, the tail a range of its own */
+			if (!range_add(p, end, range_end - end))
+				return -1;
+			range_set(p, r, r->offset, start - r->offset);
+		} else if (start > r->offset) {
+			range_set(p, r, r->offset, start - r->offset);
+		} else if (end < range_end) {
+			range_set(p, r, end, range_end - end);
+		} else {
+			range_remove(p, r);
+		}
+		*offset = start;
+		return 0;
+	}
+	return -1;
+}
+
+/* Give [offset, offset + size) back, merging with its neighbours. */
+static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
+{
+	struct free_range *prev = ruda__handle_table_get(&p->ends, offset);
+	struct free_range *next = ruda__handle_table_get(&p->starts, offset + size);
+	if (prev && next) {
+		uint64_t total = prev->size + size + next->size;
+		range_remove(p, next);
+		range_set(p, prev, prev->offset, total);
+		return 0;
+	}
+	if (prev) {
+		range_set(p, prev, prev->offset, prev->size + size);
+		return 0;
+	}
+	if (next) {
+		range_set(p, next, offset, next->size + size);
+		return 0;
+	}
+	/* out of memory: the range is lost until the page is freed */
+	return range_add(p, offset, size) ? 0 : -1;
+}
+
+ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+			       struct ruda_allocation *out)
+{
+	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, VK_NULL_HANDLE,
+				       out);
+}
+
+/* A kept dedicated page of exactly `size` bytes, taken back into use. */
+static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
+{
+	for (struct ruda_memory_page *p = m->pages; p; p = p->next)
+		if (p->kept && p->size == size) {
+			p->kept = 0;
+			m->stats.kept_bytes -= size;
+			return p;
+		}
+	return NULL;
+}
+
+int ruda__memory_exportable(const struct ruda_allocation *a)
+{
+	return a->page && a->page->exportable;
+}
+
+int ruda__memory_dedicated(const struct ruda_allocation *a)
+{
+	return a->page && a->page->dedicated;
+}
+
+ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
+				    ruda_allocation_mode mode, VkBuffer export_for,
+				    struct ruda_allocation *out)
+{
+	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
+	if (size > m->device->max_allocation_size)
+		return RUDA_ERROR_TOO_LARGE;
+	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
+	if (mode != RUDA_ALLOCATION_DEDICATED)
+		export_for = VK_NULL_HANDLE;
+	/* a dedicated allocation is exactly its buffer's size (Vulkan says so) */
+	uint64_t reserved = export_for != VK_NULL_HANDLE ? size
+							 : align_up(size ? size : 1, m->alignment);
+	struct ruda_memory_page *p;
+	uint64_t offset = 0;
+	if (reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED) {
+		p = export_for == VK_NULL_HANDLE ? take_kept(m, reserved) : NULL;
+		if (!p)
+			p = page_new(m, reserved, 1, export_for);
+		if (!p)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		for (p = m->pages; p; p = p->next)
+			if (!p->dedicated && p->persistent == persistent &&
+			    p->size - p->used >= reserved &&
+			    page_take(p, reserved, align, &offset) == 0)
+				break;
+		if (!p) {
+			p = page_new(m, m->page_size, 0, VK_NULL_HANDLE);
+			if (!p || page_take(p, reserved, align, &offset) < 0)
+				return RUDA_ERROR_OUT_OF_MEMORY;
+			p->persistent = persistent;
+		}
+		if (p->used == 0)
+			m->stats.empty_pages--;
+	}
+	p->used += reserved;
+	m->stats.in_use += reserved;
+	m->stats.allocations++;
+	*out = (struct ruda_allocation){.page = p, .memory = p->memory, .offset = offset,
+					.size = reserved};
+	return RUDA_OK;
+}
+
+static void unlink_page(struct ruda_memory *m, struct ruda_memory_page *p)
+{
+	struct ruda_memory_page **link = &m->pages;
+	while (*link != p)
+		link = &(*link)->next;
+	*link = p->next;
+}
+
+/* Give back the kept page allocated first (pages are added at the list's
+ * head: it is the last kept one in the list). */
+static void release_oldest_kept(struct ruda_memory *m)
+{
+	struct ruda_memory_page **oldest = NULL;
+	for (struct ruda_memory_page **link = &m->pages; *link; link = &(*link)->next)
+		if ((*link)->kept)
+			oldest = link;
+	struct ruda_memory_page *p = *oldest;
+	*oldest = p->next;
+	m->stats.kept_bytes -= p->size;
+	page_free(m, p);
+}
+
+void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
+{
+	struct ruda_memory_page *p = a->page;
+	p->used -= a->size;
+	m->stats.in_use -= a->size;
+	m->stats.allocations--;
+	if (p->dedicated) {
+		/* kept while there is room (exportable ones never: an importer
+		 * may still hold their memory), the oldest kept ones first out */
+		if (!p->exportable && m->keep_for_ns && p->size <= m->keep_dedicated) {
+			while (m->stats.kept_bytes + p->size > m->keep_dedicated)
+				release_oldest_kept(m);
+			p->kept = 1;
+			p->kept_at_ns = uv_hrtime();
+			m->stats.kept_bytes += p->size;
+			return;
+		}
+		unlink_page(m, p);
+		page_free(m, p);
+		return;
+	}
+	page_give(p, a->offset, a->size);
+	if (p->used)
+		return;
+	m->stats.empty_pages++;
+	/* keep a few empty pages for the next buffers; give back the rest */
+	if (m->stats.empty_pages > m->keep_empty) {
+		m->stats.empty_pages--;
+		unlink_page(m, p);
+		page_free(m, p);
+	}
+}
+
+uint64_t ruda__memory_cleanup(struct ruda_memory *m)
+{
+	return give_back_idle(m, 1, UINT64_MAX);
+}
+
+uint64_t ruda__memory_age(struct ruda_memory *m, uint64_t now_ns)
+{
+	if (!m->stats.kept_bytes || now_ns < m->keep_for_ns)
+		return 0;
+	return give_back_idle(m, 0, now_ns - m->keep_for_ns);
+}

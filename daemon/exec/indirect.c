@@ -1,0 +1,137 @@
+#include "exec/indirect.h"
+
+#include <stdlib.h>
+
+#include "memory/buffer.h"
+#include "device/device.h"
+#include "common/log.h"
+
+static const uint32_t clamp_spirv[] =
+#include "indirect_clamp.spv.inc"
+	;
+
+void ruda__indirect_destroy(struct ruda_device *d, struct ruda_indirect *in)
+{
+	if (!in)
+		return;
+	if (in->clamp)
+		vkDestroyPipeline(d->vk, in->clamp, NULL);
+	if (in->layout)
+		vkDestroyPipelineLayout(d->vk, in->layout, NULL);
+	if (in->set_layout)
+		vkDestroyDescriptorSetLayout(d->vk, in->set_layout, NULL);
+	if (in->module)
+		vkDestroyShaderModule(d->vk, in->module, NULL);
+	if (in->counts)
+		ruda__buffer_put(in->counts);
+	free(in);
+}
+
+static struct ruda_indirect *create(struct ruda_device *d)
+{
+	struct ruda_indirect *in = calloc(1, sizeof(*in));
+	if (!in)
+		return NULL;
+	/* a slot per queue, each where a storage binding may start */
+	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	in->slot = align > 16 ? align : 16;
+	VkShaderModuleCreateInfo mi = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+		.codeSize = sizeof(clamp_spirv),
+		.pCode = clamp_spirv,
+	};
+	VkDescriptorSetLayoutBinding bindings[2];
+	for (uint32_t i = 0; i < 2; i++)
+		bindings[i] = (VkDescriptorSetLayoutBinding){
+			.binding = i,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.descriptorCount = 1,
+			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+		};
+	VkDescriptorSetLayoutCreateInfo si = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+		.bindingCount = 2,
+		.pBindings = bindings,
+	};
+	VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 16};
+	if (vkCreateShaderModule(d->vk, &mi, NULL, &in->module) != VK_SUCCESS ||
+	    vkCreateDescriptorSetLayout(d->vk, &si, NULL, &in->set_layout) != VK_SUCCESS)
+		goto fail;
+	VkPipelineLayoutCreateInfo li = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+		.setLayoutCount = 1,
+		.pSetLayouts = &in->set_layout,
+		.pushConstantRangeCount = 1,
+		.pPushConstantRanges = &push,
+	};
+	if (vkCreatePipelineLayout(d->vk, &li, NULL, &in->layout) != VK_SUCCESS)
+		goto fail;
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.stage = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+			.module = in->module,
+			.pName = "main",
+		},
+		.layout = in->layout,
+	};
+	/* a one-instruction kernel: compiled on the loop, once per device */
+	if (vkCreateComputePipelines(d->vk, d->pipeline_cache, 1, &ci, NULL, &in->clamp) !=
+		    VK_SUCCESS ||
+	    ruda__buffer_create(d, in->slot * d->nqueues, &in->counts) != RUDA_OK)
+		goto fail;
+	return in;
+fail:
+	log_error("device %u: cannot make the kernel that clamps dynamic counts", d->index);
+	ruda__indirect_destroy(d, in);
+	return NULL;
+}
+
+struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
+{
+	if (!d->indirect)
+		d->indirect = create(d);
+	return d->indirect;
+}
+
+uint64_t ruda__indirect_slot(const struct ruda_indirect *in, uint32_t queue)
+{
+	return in->slot * queue;
+}
+
+void ruda__indirect_record_clamp(struct ruda_device *d, struct ruda_indirect *in,
+				 VkCommandBuffer cmd, struct ruda_buffer *src, uint64_t offset,
+				 uint32_t queue)
+{
+	/* bound from an aligned offset: the words are found by index */
+	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	uint64_t base = align ? offset - offset % align : offset;
+	VkDescriptorBufferInfo infos[2] = {
+		{.buffer = src->vk, .offset = base, .range = offset - base + 12},
+		{.buffer = in->counts->vk, .offset = ruda__indirect_slot(in, queue), .range = 12},
+	};
+	VkWriteDescriptorSet writes[2];
+	for (uint32_t i = 0; i < 2; i++)
+		writes[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstBinding = i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &infos[i],
+		};
+	const uint32_t *max = d->props.limits.maxComputeWorkGroupCount;
+	uint32_t push[4] = {(uint32_t)((offset - base) / 4), max[0], max[1], max[2]};
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->clamp);
+	d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->layout, 0, 2, writes);
+	vkCmdPushConstants(cmd, in->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+	vkCmdDispatch(cmd, 1, 1, 1);
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_INDIRECT_COMMAND_READ_BIT,
+	};
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+			     VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+}

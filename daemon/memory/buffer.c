@@ -1,0 +1,76 @@
+#include "memory/buffer.h"
+
+#include <stdlib.h>
+
+#include "device/device.h"
+#include "common/log.h"
+
+static void buffer_destroy(struct ruda_ref *ref)
+{
+	struct ruda_buffer *b = (struct ruda_buffer *)ref;
+	struct ruda_device *d = b->device;
+	vkDestroyBuffer(d->vk, b->vk, NULL);
+	ruda__memory_free(&d->allocator, &b->memory);
+	d->stats.bytes -= b->allocated;
+	d->stats.buffers--;
+	free(b);
+}
+
+ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct ruda_buffer **out)
+{
+	return ruda__buffer_create_mode(d, size, RUDA_ALLOCATION_AUTO, out);
+}
+
+ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int mode,
+				     struct ruda_buffer **out)
+{
+	int exportable = mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
+	if (size > d->max_allocation_size)
+		return RUDA_ERROR_TOO_LARGE;
+	struct ruda_buffer *b = calloc(1, sizeof(*b));
+	if (!b)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	b->device = d;
+	b->size = size;
+	/* Vulkan has no empty buffers; round up to a word so fills work */
+	uint64_t vk_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = exportable ? &external : NULL,
+		.size = vk_size,
+		.usage = RUDA_BUFFER_USAGE,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	if (vkCreateBuffer(d->vk, &info, NULL, &b->vk) != VK_SUCCESS) {
+		free(b);
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
+	ruda_status st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
+						 (ruda_allocation_mode)mode,
+						 exportable ? b->vk : VK_NULL_HANDLE, &b->memory);
+	if (st == RUDA_OK &&
+	    vkBindBufferMemory(d->vk, b->vk, b->memory.memory, b->memory.offset) != VK_SUCCESS) {
+		ruda__memory_free(&d->allocator, &b->memory);
+		st = RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st != RUDA_OK) {
+		vkDestroyBuffer(d->vk, b->vk, NULL);
+		free(b);
+		log_debug("device %u: allocation of %llu bytes failed: %s", d->index,
+			  (unsigned long long)size, ruda_strerror(st));
+		return st;
+	}
+	b->allocated = b->memory.size;
+	b->vk_size = vk_size;
+	ruda_ref_init(&b->ref, buffer_destroy);
+	d->stats.bytes += b->allocated;
+	d->stats.buffers++;
+	*out = b;
+	return RUDA_OK;
+}

@@ -1,0 +1,64 @@
+/* A device buffer: one VkBuffer bound to its own device memory. Reference
+ * counted: the session's handle holds one reference, every submission that
+ * uses it another. */
+#ifndef RUDA_BUFFER_H
+#define RUDA_BUFFER_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include <ruda/ruda.h>
+
+#include "device/memory.h"
+#include "common/ref.h"
+
+struct ruda_device;
+struct ruda_stream;
+
+/* What every buffer can be used for. */
+#define RUDA_BUFFER_USAGE                                                                     \
+	(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |             \
+	 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
+
+struct ruda_buffer {
+	struct ruda_ref ref;
+	struct ruda_device *device; /* borrowed */
+	VkBuffer vk;
+	struct ruda_allocation memory;
+	uint64_t size;      /* requested bytes */
+	uint64_t vk_size;   /* VkBufferCreateInfo::size: an importer's buffer repeats it */
+	uint64_t allocated; /* bytes of device memory reserved for it */
+	/* new, its zero fill not yet recorded: on that stream's list
+	 * (stream.c), which holds a reference; bytes [0, zero_from) have
+	 * been written in order on it since, so only the rest needs zeros */
+	struct ruda_stream *zero_stream; /* borrowed */
+	struct ruda_buffer *zero_next;
+	uint64_t zero_from;
+	/* the last work that used it, which SyncBuffers waits for (not the
+	 * whole session): recorded on `use_stream` (borrowed: a stream of the
+	 * session that owns the buffer, and only its requests record uses) as
+	 * that stream's submission number `use_seq`. `use_value` bounds the
+	 * timeline values of earlier uses, on other streams, already submitted;
+	 * `use_elsewhere`: one was still being recorded when the buffer moved
+	 * to another stream (SyncBuffers then waits for the whole session). */
+	struct ruda_stream *use_stream;
+	uint64_t use_seq, use_value;
+	int use_elsewhere;
+};
+
+/* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */
+ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
+				struct ruda_buffer **out);
+/* The same in allocation mode `mode` (memory.h); dedicated buffers are
+ * exportable (device.h: export_off NULL): created with
+ * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
+ * dedicated to them. */
+ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
+				     struct ruda_buffer **out);
+
+static inline void ruda__buffer_put(struct ruda_buffer *buffer)
+{
+	ruda_ref_put(&buffer->ref);
+}
+
+#endif

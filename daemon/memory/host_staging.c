@@ -1,0 +1,258 @@
+#include "memory/host_staging.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "memory/arena.h"
+#include "device/device.h"
+#include "common/log.h"
+
+/* Mappings are rounded to this, a multiple of every driver's import
+ * alignment seen so far (4 KiB on NVIDIA and lavapipe). */
+#define STAGING_ALIGN (64u * 1024u)
+/* Devices one staging can be imported into at least. */
+#define STAGING_MIN_IMPORTS 8u
+
+/* Released staging kept for the next transfer of a similar size: its
+ * pages are faulted in and imported already (an import pins memory, which
+ * costs milliseconds per hundred MiB on a GPU). */
+#define CACHE_ENTRIES 4
+#define CACHE_MAX_BYTES (4ull << 30)
+
+static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
+static unsigned ncached;
+static uint64_t cached_bytes;
+static int cache_closed;
+static struct ruda_host_staging *alive; /* every staging made, loop side */
+
+static void link_alive(struct ruda_host_staging *st)
+{
+	st->prev = NULL;
+	st->next = alive;
+	if (alive)
+		alive->prev = st;
+	alive = st;
+}
+
+static void really_destroy(struct ruda_host_staging *st)
+{
+	if (st->prev)
+		st->prev->next = st->next;
+	else if (alive == st)
+		alive = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	for (uint32_t i = 0; i < st->nimports; i++) {
+		struct ruda_host_import *im = &st->imports[i];
+		if (!im->device)
+			continue; /* its device went first */
+		if (im->buffer)
+			vkDestroyBuffer(im->device->vk, im->buffer, NULL);
+		if (im->memory)
+			vkFreeMemory(im->device->vk, im->memory, NULL);
+	}
+	if (st->map)
+		munmap(st->map, st->mapped);
+	free(st);
+}
+
+static void cache_drop_oldest(void)
+{
+	struct ruda_host_staging *old = cache[0];
+	memmove(cache, cache + 1, --ncached * sizeof(cache[0]));
+	cached_bytes -= old->mapped;
+	really_destroy(old);
+}
+
+static void staging_destroy(struct ruda_ref *ref)
+{
+	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
+	if (cache_closed || st->mapped > CACHE_MAX_BYTES) {
+		really_destroy(st);
+		return;
+	}
+	while (ncached && (ncached == CACHE_ENTRIES || cached_bytes + st->mapped > CACHE_MAX_BYTES))
+		cache_drop_oldest();
+	ruda_ref_init(&st->ref, staging_destroy);
+	cache[ncached++] = st;
+	cached_bytes += st->mapped;
+}
+
+void ruda__host_staging_cache_clear(void)
+{
+	cache_closed = 1;
+	while (ncached)
+		cache_drop_oldest();
+}
+
+/* A new mapping (no import yet); any thread. */
+static int alloc_new(uint64_t size, uint32_t max_devices, struct ruda_host_staging **out)
+{
+	if (max_devices < STAGING_MIN_IMPORTS)
+		max_devices = STAGING_MIN_IMPORTS; /* so any later use can reuse it */
+	struct ruda_host_staging *st =
+		calloc(1, sizeof(*st) + max_devices * sizeof(struct ruda_host_import));
+	if (!st)
+		return -ENOMEM;
+	ruda_ref_init(&st->ref, staging_destroy);
+	st->max_imports = max_devices;
+	st->size = size;
+	st->mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+	if (!st->mapped)
+		st->mapped = STAGING_ALIGN;
+	void *map = mmap(NULL, st->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	if (map == MAP_FAILED) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->map = map;
+	*out = st;
+	return 0;
+}
+
+/* Take a cached staging of `size` bytes (at most twice that) that `fits`. */
+static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices,
+					     struct ruda_device *const *devices, uint32_t n)
+{
+	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+	for (unsigned i = ncached; i-- > 0;) {
+		struct ruda_host_staging *c = cache[i];
+		if (c->mapped < mapped || c->mapped > 2 * mapped + STAGING_ALIGN ||
+		    c->max_imports < max_devices)
+			continue;
+		uint32_t have = 0;
+		for (uint32_t k = 0; k < n; k++)
+			for (uint32_t j = 0; j < c->nimports; j++)
+				if (c->imports[j].device == devices[k] && c->imports[j].buffer) {
+					have++;
+					break;
+				}
+		if (have < n)
+			continue;
+		memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
+		ncached--;
+		cached_bytes -= c->mapped;
+		c->size = size;
+		return c;
+	}
+	return NULL;
+}
+
+struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,
+						    struct ruda_device *const *devices,
+						    uint32_t n)
+{
+	return take_cached(size, n, devices, n);
+}
+
+static int import(struct ruda_host_staging *st, struct ruda_host_import *im)
+{
+	struct ruda_device *d = im->device;
+	if (!d->get_memory_host_pointer_properties ||
+	    (d->import_alignment && st->mapped % d->import_alignment))
+		return -ENOTSUP;
+	return ruda__host_import(d, st->map, st->mapped, &im->buffer, &im->memory);
+}
+
+VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_device *d)
+{
+	for (uint32_t i = 0; i < st->nimports; i++)
+		if (st->imports[i].device == d)
+			return st->imports[i].buffer;
+	if (st->nimports == st->max_imports)
+		return VK_NULL_HANDLE;
+	struct ruda_host_import *im = &st->imports[st->nimports++];
+	im->device = d;
+	int err = import(st, im);
+	if (err < 0) {
+		log_error("device %u: cannot import %llu bytes of staging memory: %d", d->index,
+			  (unsigned long long)st->mapped, err);
+		/* the entry stays, empty, so destroy frees what was made */
+		if (im->memory) {
+			vkFreeMemory(d->vk, im->memory, NULL);
+			im->memory = VK_NULL_HANDLE;
+		}
+		if (im->buffer) {
+			vkDestroyBuffer(d->vk, im->buffer, NULL);
+			im->buffer = VK_NULL_HANDLE;
+		}
+		return VK_NULL_HANDLE;
+	}
+	return im->buffer;
+}
+
+/* ---- made in the thread pool ------------------------------------------------ */
+
+struct make_job {
+	uv_work_t work;
+	uint64_t size;
+	uint32_t n;
+	struct ruda_host_staging *st;
+	int err;
+	void (*done)(struct ruda_host_staging *st, void *data);
+	void *data;
+	struct ruda_device *devices[];
+};
+
+static void make_run(uv_work_t *work)
+{
+	struct make_job *j = work->data;
+	j->err = alloc_new(j->size, j->n, &j->st);
+	for (uint32_t i = 0; !j->err && i < j->n; i++) {
+		struct ruda_host_import *im = &j->st->imports[j->st->nimports++];
+		im->device = j->devices[i];
+		j->err = import(j->st, im);
+	}
+}
+
+static void make_done(uv_work_t *work, int status)
+{
+	struct make_job *j = work->data;
+	if ((status || j->err) && j->st) {
+		log_error("cannot import %llu bytes of staging memory: %d",
+			  (unsigned long long)j->size, j->err ? j->err : status);
+		really_destroy(j->st);
+		j->st = NULL;
+	}
+	if (j->st)
+		link_alive(j->st);
+	j->done(j->st, j->data);
+	free(j);
+}
+
+int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *const *devices,
+			    uint32_t n, void (*done)(struct ruda_host_staging *st, void *data),
+			    void *data)
+{
+	struct make_job *j = calloc(1, sizeof(*j) + n * sizeof(j->devices[0]));
+	if (!j)
+		return -ENOMEM;
+	j->work.data = j;
+	j->size = size;
+	j->n = n;
+	j->done = done;
+	j->data = data;
+	memcpy(j->devices, devices, n * sizeof(j->devices[0]));
+	int err = uv_queue_work(loop, &j->work, make_run, make_done);
+	if (err)
+		free(j);
+	return err;
+}
+
+void ruda__host_staging_forget_device(struct ruda_device *d)
+{
+	for (struct ruda_host_staging *st = alive; st; st = st->next)
+		for (uint32_t i = 0; i < st->nimports; i++) {
+			struct ruda_host_import *im = &st->imports[i];
+			if (im->device != d)
+				continue;
+			if (im->buffer)
+				vkDestroyBuffer(d->vk, im->buffer, NULL);
+			if (im->memory)
+				vkFreeMemory(d->vk, im->memory, NULL);
+			*im = (struct ruda_host_import){0};
+		}
+}

@@ -1,0 +1,1038 @@
+#include "requests/collective.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ruda/ruda.h>
+
+#include "memory/buffer.h"
+#include "device/device.h"
+#include "memory/host_staging.h"
+#include "common/log.h"
+#include "requests/session.h"
+#include "exec/stream.h"
+
+/* Elements one thread-pool job reduces. */
+#define REDUCE_CHUNK (4u << 20)
+#define TIMER_PERIOD_MS 1000u
+
+/* What a session has to hear about its collectives. */
+struct member {
+	uint32_t pending; /* collectives joined and not settled */
+	ruda_status error; /* first failure since the last sync */
+	char message[256];
+	struct sync_wait {
+		struct sync_wait *next;
+		uint64_t request;
+	} *syncs;
+};
+
+struct part {
+	uint32_t device; /* daemon device index; parts are in increasing order */
+	uint64_t session;
+	int arrived, settled;
+	uint64_t dst, dst_offset;
+	/* while the staging is being made: src copied here first, in order */
+	struct ruda_buffer *tmp; /* owned reference */
+	int tmp_ready;
+};
+
+struct op_job {
+	uv_work_t work;
+	struct collective_op *op;
+	uint64_t begin, end;
+};
+
+struct collective_op {
+	struct collective_op *next; /* waiting for participants, in call order */
+	struct ruda_session_context *ctx;
+	uint64_t size;
+	uint32_t elem, reduce, n;
+	uint64_t created_ms;
+	struct ruda_host_staging *staging; /* n slots of `size` bytes; slot 0 gets the result */
+	uint32_t arrived, copied;
+	uint32_t waiters; /* completions and jobs still to come */
+	int ready; /* the staging is made (or failed: staging NULL) */
+	int queued, failed;
+	ruda_status error;
+	char message[256];
+	struct op_job *jobs;
+	uint32_t njobs, jobs_done;
+	struct part parts[];
+};
+
+struct ruda_collectives {
+	struct collective_op *queue;
+	struct ruda_handle_table members; /* session id -> struct member */
+	uv_timer_t *timer;
+	uint32_t live; /* ops not yet freed */
+	int closing;
+};
+
+static const char *const op_names[] = {"sum", "prod", "max", "min", "mean"};
+
+/* ---- reduction ------------------------------------------------------------ */
+
+static float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+	uint32_t bits;
+	if (exp == 0) {
+		if (!mant) {
+			bits = sign;
+		} else { /* subnormal: normalise */
+			exp = 127 - 15 + 1;
+			while (!(mant & 0x400u)) {
+				mant <<= 1;
+				exp--;
+			}
+			bits = sign | exp << 23 | (mant & 0x3ffu) << 13;
+		}
+	} else if (exp == 31) {
+		bits = sign | 0x7f800000u | mant << 13;
+	} else {
+		bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* Round to nearest even, as the GPU's conversions do. */
+static uint16_t float_to_half(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000u;
+	int32_t exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+	uint32_t mant = x & 0x7fffffu;
+	if (((x >> 23) & 0xffu) == 0xffu)
+		return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+	if (exp >= 31)
+		return (uint16_t)(sign | 0x7c00u);
+	if (exp <= 0) {
+		if (exp < -10)
+			return (uint16_t)sign;
+		mant |= 0x800000u;
+		uint32_t shift = (uint32_t)(14 - exp);
+		uint32_t h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+		if (rest > half || (rest == half && (h & 1)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	uint32_t h = (uint32_t)exp << 10 | mant >> 13, rest = mant & 0x1fffu;
+	if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+		h++; /* may carry into the exponent, up to infinity: correct */
+	return (uint16_t)(sign | h);
+}
+
+#define COMBINE(op, a, b)                                                              \
+	((op) == RUDA_REDUCE_PROD ? (a) * (b)                                          \
+	 : (op) == RUDA_REDUCE_MAX ? ((a) > (b) ? (a) : (b))                           \
+	 : (op) == RUDA_REDUCE_MIN ? ((a) < (b) ? (a) : (b))                           \
+				   : (a) + (b))
+
+/* Whole arrays at a time where the type allows (f32 every op; 32-bit
+ * integers but for means): the same operations per element, in the same
+ * order, as the general loop below, in loops the compiler vectorises. */
+#define REDUCE_ARRAYS(T, acc, v, count, op)                                        \
+	do {                                                                       \
+		switch (op) {                                                      \
+		case RUDA_REDUCE_PROD:                                             \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (T)((acc)[k] * (v)[k]);                 \
+			break;                                                     \
+		case RUDA_REDUCE_MAX:                                              \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (acc)[k] > (v)[k] ? (acc)[k] : (v)[k];  \
+			break;                                                     \
+		case RUDA_REDUCE_MIN:                                              \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (acc)[k] < (v)[k] ? (acc)[k] : (v)[k];  \
+			break;                                                     \
+		default:                                                           \
+			for (uint64_t k = 0; k < (count); k++)                     \
+				(acc)[k] = (T)((acc)[k] + (v)[k]);                 \
+		}                                                                  \
+	} while (0)
+
+static int reduce_fast(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin, uint64_t end,
+		       uint32_t elem, uint32_t op)
+{
+	uint64_t count = end - begin;
+	if (elem == RUDA_ELEM_F32) {
+		float *acc = (float *)base + begin;
+		for (uint32_t j = 1; j < n; j++)
+			REDUCE_ARRAYS(float, acc, (const float *)(base + j * stride) + begin, count,
+				      op);
+		if (op == RUDA_REDUCE_MEAN)
+			for (uint64_t k = 0; k < count; k++)
+				acc[k] = acc[k] / (float)n;
+		return 1;
+	}
+	if ((elem != RUDA_ELEM_I32 && elem != RUDA_ELEM_U32) || op == RUDA_REDUCE_MEAN)
+		return 0;
+	if (elem == RUDA_ELEM_I32 && (op == RUDA_REDUCE_MAX || op == RUDA_REDUCE_MIN)) {
+		int32_t *acc = (int32_t *)base + begin;
+		for (uint32_t j = 1; j < n; j++)
+			REDUCE_ARRAYS(int32_t, acc, (const int32_t *)(base + j * stride) + begin,
+				      count, op);
+		return 1;
+	}
+	/* u32 every op; i32 sums and products wrap as u32 */
+	uint32_t *acc = (uint32_t *)base + begin;
+	for (uint32_t j = 1; j < n; j++)
+		REDUCE_ARRAYS(uint32_t, acc, (const uint32_t *)(base + j * stride) + begin, count,
+			      op);
+	return 1;
+}
+
+void ruda__collective_reduce(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin,
+			     uint64_t end, uint32_t elem, uint32_t op)
+{
+	if (reduce_fast(base, stride, n, begin, end, elem, op))
+		return;
+	for (uint64_t i = begin; i < end; i++) {
+		switch (elem) {
+		case RUDA_ELEM_F32: {
+			float acc;
+			memcpy(&acc, base + i * 4, 4);
+			for (uint32_t j = 1; j < n; j++) {
+				float v;
+				memcpy(&v, base + j * stride + i * 4, 4);
+				acc = COMBINE(op, acc, v);
+			}
+			if (op == RUDA_REDUCE_MEAN)
+				acc = acc / (float)n;
+			memcpy(base + i * 4, &acc, 4);
+			break;
+		}
+		case RUDA_ELEM_F16: {
+			uint16_t h;
+			memcpy(&h, base + i * 2, 2);
+			float acc = half_to_float(h);
+			for (uint32_t j = 1; j < n; j++) {
+				memcpy(&h, base + j * stride + i * 2, 2);
+				float v = half_to_float(h);
+				acc = COMBINE(op, acc, v);
+			}
+			if (op == RUDA_REDUCE_MEAN)
+				acc = acc / (float)n;
+			h = float_to_half(acc);
+			memcpy(base + i * 2, &h, 2);
+			break;
+		}
+		case RUDA_ELEM_I32: {
+			int32_t v0;
+			memcpy(&v0, base + i * 4, 4);
+			/* sums and products wrap, as on the GPU */
+			uint32_t wrap = (uint32_t)v0;
+			int32_t acc = v0;
+			int64_t sum = v0;
+			for (uint32_t j = 1; j < n; j++) {
+				int32_t v;
+				memcpy(&v, base + j * stride + i * 4, 4);
+				if (op == RUDA_REDUCE_SUM)
+					wrap += (uint32_t)v;
+				else if (op == RUDA_REDUCE_PROD)
+					wrap *= (uint32_t)v;
+				else if (op == RUDA_REDUCE_MEAN)
+					sum += v;
+				else
+					acc = COMBINE(op, acc, v);
+			}
+			if (op == RUDA_REDUCE_SUM || op == RUDA_REDUCE_PROD)
+				memcpy(&acc, &wrap, 4);
+			else if (op == RUDA_REDUCE_MEAN)
+				acc = (int32_t)(sum / (int64_t)n);
+			memcpy(base + i * 4, &acc, 4);
+			break;
+		}
+		default: { /* RUDA_ELEM_U32 */
+			uint32_t acc;
+			memcpy(&acc, base + i * 4, 4);
+			uint64_t sum = acc;
+			for (uint32_t j = 1; j < n; j++) {
+				uint32_t v;
+				memcpy(&v, base + j * stride + i * 4, 4);
+				sum += v;
+				acc = COMBINE(op, acc, v);
+			}
+			if (op == RUDA_REDUCE_MEAN)
+				acc = (uint32_t)(sum / n);
+			memcpy(base + i * 4, &acc, 4);
+			break;
+		}
+		}
+	}
+}
+
+/* ---- registry ------------------------------------------------------------- */
+
+static struct ruda_collectives *registry(struct ruda_session_context *ctx)
+{
+	if (!ctx->collectives) {
+		struct ruda_collectives *c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		ruda__handle_table_init(&c->members);
+		ctx->collectives = c;
+	}
+	return ctx->collectives;
+}
+
+static struct member *member_of(struct ruda_collectives *c, uint64_t session, int make)
+{
+	struct member *m = ruda__handle_table_get(&c->members, session);
+	if (m || !make)
+		return m;
+	m = calloc(1, sizeof(*m));
+	if (m && ruda__handle_table_insert(&c->members, session, m) < 0) {
+		free(m);
+		m = NULL;
+	}
+	return m;
+}
+
+/* Answer the session's waiting CollectiveSyncs once nothing is pending. */
+static void answer_syncs(struct ruda_session_context *ctx, uint64_t session, struct member *m)
+{
+	if (m->pending || !m->syncs)
+		return;
+	struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, session);
+	while (m->syncs) {
+		struct sync_wait *w = m->syncs;
+		m->syncs = w->next;
+		if (s && s->state == RUDA_SESSION_READY)
+			ruda__session_reply_status(s, w->request, m->error, "%s", m->message);
+		free(w);
+	}
+	m->error = RUDA_OK;
+	m->message[0] = '\0';
+}
+
+static void note_error(struct member *m, ruda_status status, const char *message)
+{
+	if (status != RUDA_OK && m->error == RUDA_OK) {
+		m->error = status;
+		snprintf(m->message, sizeof(m->message), "%s", message);
+	}
+}
+
+static void settle(struct collective_op *op, uint32_t i, ruda_status status, const char *message)
+{
+	struct part *p = &op->parts[i];
+	if (!p->arrived || p->settled)
+		return;
+	p->settled = 1;
+	struct ruda_collectives *c = op->ctx->collectives;
+	struct member *m = c ? member_of(c, p->session, 0) : NULL;
+	if (!m)
+		return;
+	m->pending--;
+	note_error(m, status, message);
+	answer_syncs(op->ctx, p->session, m);
+}
+
+static void unqueue(struct collective_op *op)
+{
+	if (!op->queued)
+		return;
+	struct collective_op **link = &op->ctx->collectives->queue;
+	while (*link != op)
+		link = &(*link)->next;
+	*link = op->next;
+	op->queued = 0;
+}
+
+static void registry_free(struct ruda_session_context *ctx)
+{
+	struct ruda_collectives *c = ctx->collectives;
+	struct member *m;
+	while ((m = ruda__handle_table_pop(&c->members, NULL))) {
+		while (m->syncs) {
+			struct sync_wait *w = m->syncs;
+			m->syncs = w->next;
+			free(w);
+		}
+		free(m);
+	}
+	ruda__handle_table_finish(&c->members);
+	free(c);
+	ctx->collectives = NULL;
+}
+
+static void maybe_free(struct collective_op *op)
+{
+	if (op->queued || op->waiters)
+		return;
+	for (uint32_t i = 0; i < op->n; i++)
+		if (op->parts[i].arrived && !op->parts[i].settled)
+			return;
+	for (uint32_t i = 0; i < op->n; i++)
+		if (op->parts[i].tmp)
+			ruda__buffer_put(op->parts[i].tmp);
+	if (op->staging)
+		ruda__host_staging_put(op->staging);
+	struct ruda_collectives *c = op->ctx->collectives;
+	struct ruda_session_context *ctx = op->ctx;
+	free(op->jobs);
+	free(op);
+	if (c && --c->live == 0 && c->closing)
+		registry_free(ctx);
+}
+
+static void fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
+{
+	if (op->failed)
+		return;
+	op->failed = 1;
+	op->error = status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(op->message, sizeof(op->message), fmt, ap);
+	va_end(ap);
+	log_info("all-reduce over %u devices failed: %s", op->n, op->message);
+	for (uint32_t i = 0; i < op->n; i++)
+		settle(op, i, status, op->message);
+}
+
+/* ---- the phases --------------------------------------------------------- */
+
+struct op_waiter {
+	struct ruda_waiter base;
+	struct collective_op *op;
+	uint32_t part;
+};
+
+static void written(struct ruda_waiter *base, int status)
+{
+	struct op_waiter *w = (struct op_waiter *)base;
+	struct collective_op *op = w->op;
+	op->waiters--;
+	if (status != RUDA_OK)
+		settle(op, w->part, (ruda_status)status, "all-reduce: the device failed");
+	else
+		settle(op, w->part, op->failed ? op->error : RUDA_OK, op->message);
+	free(w);
+	maybe_free(op);
+}
+
+/* The result is in slot 0: copy it into every participant's dst. */
+static void write_back(struct collective_op *op)
+{
+	struct ruda_session_context *ctx = op->ctx;
+	for (uint32_t i = 0; i < op->n; i++) {
+		struct part *p = &op->parts[i];
+		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, p->session);
+		if (p->settled)
+			continue;
+		if (!s || s->state != RUDA_SESSION_READY) {
+			settle(op, i, RUDA_ERROR_DISCONNECTED, "all-reduce: the client has gone");
+			continue;
+		}
+		struct ruda_session_buffer *b = ruda__handle_table_get(&s->buffers, p->dst);
+		if (!b || !b->buffer || p->dst_offset > b->buffer->size ||
+		    op->size > b->buffer->size - p->dst_offset) {
+			settle(op, i, RUDA_ERROR_INVALID_HANDLE,
+			       "all-reduce: the destination buffer was released");
+			continue;
+		}
+		VkBuffer host = ruda__host_staging_buffer(op->staging, s->device);
+		/* a new destination's zeros go first, not over the result */
+		ruda__stream_fill_now(b->buffer);
+		struct op_waiter *w = calloc(1, sizeof(*w));
+		struct ruda_submission *sub = host && w ? ruda__submission_begin(s->device) : NULL;
+		if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
+		    ruda__submission_hold(sub, &b->buffer->ref) < 0) {
+			if (sub)
+				ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+			free(w);
+			settle(op, i, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+			continue;
+		}
+		VkBufferCopy region = {.srcOffset = 0, .dstOffset = p->dst_offset, .size = op->size};
+		vkCmdCopyBuffer(sub->cmd, host, b->buffer->vk, 1, &region);
+		w->base.done = written;
+		w->op = op;
+		w->part = i;
+		op->waiters++;
+		ruda__submission_add_waiter(sub, &w->base);
+		if (ruda__submission_submit(sub) == 0 && sub->value > b->buffer->use_value)
+			b->buffer->use_value = sub->value; /* SyncBuffers on it waits for the result */
+	}
+}
+
+static void job_run(uv_work_t *work)
+{
+	struct op_job *j = work->data;
+	struct collective_op *op = j->op;
+	ruda__collective_reduce(op->staging->map, op->size, op->n, j->begin, j->end, op->elem,
+				op->reduce);
+}
+
+static void job_done(uv_work_t *work, int status)
+{
+	struct op_job *j = work->data;
+	struct collective_op *op = j->op;
+	(void)status;
+	op->waiters--;
+	if (++op->jobs_done == op->njobs && !op->failed)
+		write_back(op);
+	maybe_free(op);
+}
+
+/* Every participant's src is in host memory: reduce in the thread pool. */
+static void reduce(struct collective_op *op)
+{
+	uint64_t count = op->size / RUDA_ELEM_SIZE(op->elem);
+	uint64_t njobs = (count + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
+	op->jobs = calloc(njobs ? njobs : 1, sizeof(*op->jobs));
+	if (!op->jobs) {
+		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+		return;
+	}
+	op->njobs = (uint32_t)njobs;
+	for (uint32_t k = 0; k < op->njobs; k++) {
+		struct op_job *j = &op->jobs[k];
+		j->op = op;
+		j->begin = (uint64_t)k * REDUCE_CHUNK;
+		j->end = j->begin + REDUCE_CHUNK < count ? j->begin + REDUCE_CHUNK : count;
+		j->work.data = j;
+		op->waiters++;
+		uv_queue_work(op->ctx->loop, &j->work, job_run, job_done);
+	}
+}
+
+static void copied(struct ruda_waiter *base, int status)
+{
+	struct op_waiter *w = (struct op_waiter *)base;
+	struct collective_op *op = w->op;
+	op->waiters--;
+	if (status != RUDA_OK)
+		fail(op, (ruda_status)status, "all-reduce: device %u failed",
+		     op->parts[w->part].device);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+	else if (++op->copied == op->n && !op->failed)
+		reduce(op);
+	free(w);
+	maybe_free(op);
+}
+
+/* A participant's src waited in `tmp` for the staging: copy it into its
+ * slot now (a submission of its own on the participant's device). */
+static void stage_tmp(struct collective_op *op, uint32_t i)
+{
+	struct part *p = &op->parts[i];
+	struct ruda_device *d = op->ctx->devices[p->device];
+	VkBuffer host = ruda__host_staging_buffer(op->staging, d);
+	struct op_waiter *w = host ? calloc(1, sizeof(*w)) : NULL;
+	struct ruda_submission *sub = w ? ruda__submission_begin(d) : NULL;
+	if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
+	    ruda__submission_hold(sub, &p->tmp->ref) < 0) {
+		if (sub)
+			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		free(w);
+		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+		return;
+	}
+	/* the copy into tmp ran in an earlier submission of this queue */
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			     0, 1, &barrier, 0, NULL, 0, NULL);
+	VkBufferCopy region = {.srcOffset = 0, .dstOffset = (uint64_t)i * op->size,
+			       .size = op->size};
+	vkCmdCopyBuffer(sub->cmd, p->tmp->vk, host, 1, &region);
+	ruda__buffer_put(p->tmp); /* the submission holds it now */
+	p->tmp = NULL;
+	w->base.done = copied;
+	w->op = op;
+	w->part = i;
+	op->waiters++;
+	ruda__submission_add_waiter(sub, &w->base);
+	ruda__submission_submit(sub);
+}
+
+static void tmp_copied(struct ruda_waiter *base, int status)
+{
+	struct op_waiter *w = (struct op_waiter *)base;
+	struct collective_op *op = w->op;
+	op->waiters--;
+	if (status != RUDA_OK)
+		fail(op, (ruda_status)status, "all-reduce: device %u failed",
+		     op->parts[w->part].device);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+	op->parts[w->part].tmp_ready = 1;
+	if (!op->failed && op->ready)
+		stage_tmp(op, w->part);
+	free(w);
+	maybe_free(op);
+}
+
+static void staging_made(struct ruda_host_staging *st, void *data)
+{
+	struct collective_op *op = data;
+	op->waiters--;
+	op->ready = 1;
+	op->staging = st;
+	if (!st)
+		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: no host memory for %u x %llu bytes",
+		     op->n, (unsigned long long)op->size);
+	else if (op->ctx->collectives->closing)
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+	for (uint32_t i = 0; i < op->n && !op->failed; i++)
+		if (op->parts[i].tmp && op->parts[i].tmp_ready)
+			stage_tmp(op, i);
+	maybe_free(op);
+}
+
+/* ---- matching ------------------------------------------------------------ */
+
+static void on_timer(uv_timer_t *timer)
+{
+	struct ruda_session_context *ctx = timer->data;
+	struct ruda_collectives *c = ctx->collectives;
+	uint64_t now = uv_now(ctx->loop);
+	struct collective_op *op = c->queue;
+	while (op) {
+		struct collective_op *next = op->next;
+		if (now - op->created_ms >= RUDA_COLLECTIVE_TIMEOUT_MS) {
+			char missing[128] = "";
+			for (uint32_t i = 0; i < op->n; i++)
+				if (!op->parts[i].arrived) {
+					size_t len = strlen(missing);
+					snprintf(missing + len, sizeof(missing) - len, "%s%u",
+						 len ? ", " : "", op->parts[i].device);
+				}
+			fail(op, RUDA_ERROR_TIMEOUT,
+			     "all-reduce: no call from device %s within %u ms", missing,
+			     RUDA_COLLECTIVE_TIMEOUT_MS);
+			unqueue(op);
+			maybe_free(op);
+		}
+		op = next;
+	}
+	if (!c->queue)
+		uv_timer_stop(timer);
+}
+
+static void start_timer(struct ruda_session_context *ctx)
+{
+	struct ruda_collectives *c = ctx->collectives;
+	if (!c->timer) {
+		c->timer = malloc(sizeof(*c->timer));
+		if (!c->timer)
+			return;
+		uv_timer_init(ctx->loop, c->timer);
+		c->timer->data = ctx;
+		uv_unref((uv_handle_t *)c->timer);
+	}
+	if (!uv_is_active((uv_handle_t *)c->timer))
+		uv_timer_start(c->timer, on_timer, TIMER_PERIOD_MS, TIMER_PERIOD_MS);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The device set of a request, sorted and checked; 0 with `why` set. */
+static uint32_t device_set(struct ruda_session *s, const uint32_t *devices, size_t n,
+			   uint32_t *out, char *why, size_t why_len)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	if (!n || n > ctx->ndevices) {
+		snprintf(why, why_len, "%zu devices; rudad has %u", n, ctx->ndevices);
+		return 0;
+	}
+	memcpy(out, devices, n * sizeof(*out));
+	qsort(out, n, sizeof(*out), cmp_u32);
+	int mine = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (out[i] >= ctx->ndevices) {
+			snprintf(why, why_len, "no device %u (rudad has %u)", out[i], ctx->ndevices);
+			return 0;
+		}
+		if (i && out[i] == out[i - 1]) {
+			snprintf(why, why_len, "device %u is named twice", out[i]);
+			return 0;
+		}
+		mine |= out[i] == s->device->index;
+	}
+	if (!mine) {
+		snprintf(why, why_len, "this client's device %u is not one of them",
+			 s->device->index);
+		return 0;
+	}
+	return (uint32_t)n;
+}
+
+void ruda__handle_collective_init(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__CollectiveInit *ci = req->collective_init;
+	/* no more than the daemon has (the list is sorted in a copy) */
+	size_t n = ci->n_devices <= s->ctx->ndevices ? ci->n_devices : s->ctx->ndevices + 1;
+	uint32_t set[n ? n : 1];
+	char why[160];
+	if (!device_set(s, ci->devices, ci->n_devices, set, why, sizeof(why))) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "collective: %s", why);
+		return;
+	}
+	if (!registry(s->ctx)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+}
+
+static int part_of(const struct collective_op *op, uint32_t device)
+{
+	for (uint32_t i = 0; i < op->n; i++)
+		if (op->parts[i].device == device)
+			return (int)i;
+	return -1;
+}
+
+static void describe_set(char *buf, size_t len, const uint32_t *set, uint32_t n)
+{
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n; i++) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%u", i ? "," : "", set[i]);
+	}
+}
+
+/* Validate the participant's own buffers; RUDA_OK or why not. */
+static ruda_status check_buffers(struct ruda_session *s, const Ruda__AllReduce *a,
+				 struct ruda_buffer **src, char *why, size_t why_len)
+{
+	uint32_t esize = a->elem_type == RUDA_ELEM_F32 || a->elem_type == RUDA_ELEM_I32 ||
+					 a->elem_type == RUDA_ELEM_U32
+				 ? 4
+			 : a->elem_type == RUDA_ELEM_F16 ? 2 : 0;
+	if (!esize) {
+		snprintf(why, why_len, "element type %u: only f32, i32, u32 and f16 reduce",
+			 a->elem_type);
+		return RUDA_ERROR_UNSUPPORTED;
+	}
+	if (a->op > RUDA__REDUCE_OP__REDUCE_MEAN) {
+		snprintf(why, why_len, "no reduction %u", a->op);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	if (!a->size || a->size % esize) {
+		snprintf(why, why_len, "%llu bytes is not a whole number of %u-byte elements",
+			 (unsigned long long)a->size, esize);
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	}
+	if (a->size > s->device->max_allocation_size) {
+		snprintf(why, why_len, "%llu bytes; at most %llu at once",
+			 (unsigned long long)a->size,
+			 (unsigned long long)s->device->max_allocation_size);
+		return RUDA_ERROR_TOO_LARGE;
+	}
+	const uint64_t ids[2] = {a->src, a->dst}, offsets[2] = {a->src_offset, a->dst_offset};
+	for (int k = 0; k < 2; k++) {
+		struct ruda_session_buffer *b = ruda__handle_table_get(&s->buffers, ids[k]);
+		if (!b || !b->buffer) {
+			snprintf(why, why_len, "%s buffer %llu: %s", k ? "dst" : "src",
+				 (unsigned long long)ids[k], b ? "failed" : "no such buffer");
+			return b ? b->error : RUDA_ERROR_INVALID_HANDLE;
+		}
+		if (offsets[k] > b->buffer->size || a->size > b->buffer->size - offsets[k]) {
+			snprintf(why, why_len, "%s buffer %llu: bytes %llu..%llu lie outside its %llu",
+				 k ? "dst" : "src", (unsigned long long)ids[k],
+				 (unsigned long long)offsets[k],
+				 (unsigned long long)(offsets[k] + a->size),
+				 (unsigned long long)b->buffer->size);
+			return RUDA_ERROR_OUT_OF_RANGE;
+		}
+		if (!k)
+			*src = b->buffer;
+	}
+	return RUDA_OK;
+}
+
+static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduce *a,
+				    const uint32_t *set, uint32_t n)
+{
+	struct collective_op *op = calloc(1, sizeof(*op) + n * sizeof(struct part));
+	if (!op)
+		return NULL;
+	op->ctx = s->ctx;
+	op->size = a->size;
+	op->elem = a->elem_type;
+	op->reduce = a->op;
+	op->n = n;
+	op->created_ms = uv_now(s->ctx->loop);
+	for (uint32_t i = 0; i < n; i++)
+		op->parts[i].device = set[i];
+	struct ruda_collectives *c = s->ctx->collectives;
+	struct collective_op **link = &c->queue;
+	while (*link)
+		link = &(*link)->next;
+	*link = op;
+	op->queued = 1;
+	c->live++;
+	/* host memory imported into every device of the set: kept from an
+	 * earlier call, or made in the thread pool (meanwhile each src waits
+	 * in device memory) */
+	op->ready = 1;
+	if (a->size && n && a->size <= UINT64_MAX / n) {
+		struct ruda_device *devices[n];
+		for (uint32_t i = 0; i < n; i++)
+			devices[i] = s->ctx->devices[set[i]];
+		op->staging = ruda__host_staging_cached(a->size * n, devices, n);
+		if (!op->staging &&
+		    ruda__host_staging_make(s->ctx->loop, a->size * n, devices, n, staging_made,
+					    op) == 0) {
+			op->ready = 0;
+			op->waiters++;
+		}
+	}
+	start_timer(s->ctx);
+	return op;
+}
+
+void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__AllReduce *a = req->all_reduce;
+	struct ruda_session_context *ctx = s->ctx;
+	struct ruda_collectives *c = registry(ctx);
+	struct member *m = c ? member_of(c, s->id, 1) : NULL;
+	if (!m) {
+		ruda__stream_fail(s->current, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+		return;
+	}
+	size_t asked = a->n_devices <= ctx->ndevices ? a->n_devices : ctx->ndevices + 1;
+	uint32_t set[asked ? asked : 1];
+	char why[200];
+	uint32_t n = device_set(s, a->devices, a->n_devices, set, why, sizeof(why));
+	if (!n) {
+		/* matches nothing: only this client hears of it */
+		char message[256];
+		snprintf(message, sizeof(message), "all-reduce (request %llu): %s",
+			 (unsigned long long)req->id, why);
+		note_error(m, RUDA_ERROR_INVALID_ARGUMENT, message);
+		return;
+	}
+	uint32_t mine = s->device->index;
+	struct collective_op *op = c->queue;
+	int i = -1;
+	for (; op; op = op->next) {
+		i = part_of(op, mine);
+		if (i >= 0 && !op->parts[i].arrived)
+			break;
+	}
+	int same_set = 1;
+	if (op) {
+		same_set = op->n == n;
+		for (uint32_t k = 0; same_set && k < n; k++)
+			same_set = op->parts[k].device == set[k];
+	} else {
+		op = op_new(s, a, set, n);
+		if (!op) {
+			note_error(m, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+			return;
+		}
+		i = part_of(op, mine);
+	}
+	struct part *p = &op->parts[i];
+	p->arrived = 1;
+	p->session = s->id;
+	p->dst = a->dst;
+	p->dst_offset = a->dst_offset;
+	op->arrived++;
+	m->pending++;
+	if (op->arrived == op->n)
+		unqueue(op);
+
+	struct ruda_buffer *src = NULL;
+	ruda_status st = check_buffers(s, a, &src, why, sizeof(why));
+	if (op->failed) {
+		settle(op, (uint32_t)i, op->error, op->message);
+	} else if (!same_set) {
+		char ours[96], theirs[96];
+		describe_set(ours, sizeof(ours), set, n);
+		uint32_t other[op->n];
+		for (uint32_t k = 0; k < op->n; k++)
+			other[k] = op->parts[k].device;
+		describe_set(theirs, sizeof(theirs), other, op->n);
+		fail(op, RUDA_ERROR_INVALID_ARGUMENT,
+		     "all-reduce: device sets differ: device %u named {%s}, another {%s}", mine,
+		     ours, theirs);
+	} else if (st != RUDA_OK) {
+		fail(op, st, "all-reduce: device %u: %s", mine, why);
+	} else if (a->size != op->size || a->elem_type != op->elem || a->op != op->reduce) {
+		fail(op, RUDA_ERROR_INVALID_ARGUMENT,
+		     "all-reduce: calls differ: device %u asked for %llu bytes of type %u (%s), "
+		     "another for %llu bytes of type %u (%s)",
+		     mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
+		     (unsigned long long)op->size, op->elem, op_names[op->reduce]);
+	} else if (!op->ready) {
+		/* the staging is still being made: keep src's bytes, in order */
+		struct ruda_buffer *tmp = NULL;
+		struct op_waiter *w = calloc(1, sizeof(*w));
+		VkBufferCopy region = {.srcOffset = a->src_offset, .dstOffset = 0, .size = op->size};
+		ruda_status made = w ? ruda__buffer_create(s->device, op->size, &tmp)
+				     : RUDA_ERROR_OUT_OF_MEMORY;
+		if (made == RUDA_OK) {
+			ruda__stream_note_use(s->current, src); /* the copy may submit */
+			made = ruda__stream_copy_regions(s->current, src->vk, tmp->vk, &region, 1,
+							 &src->ref, &tmp->ref);
+		}
+		if (made != RUDA_OK) {
+			free(w);
+			if (tmp)
+				ruda__buffer_put(tmp);
+			fail(op, made, "all-reduce: device %u: no memory to keep %llu bytes", mine,
+			     (unsigned long long)op->size);
+		} else {
+			p->tmp = tmp;
+			w->base.done = tmp_copied;
+			w->op = op;
+			w->part = (uint32_t)i;
+			op->waiters++;
+			ruda__stream_wait(s->current, &w->base);
+			return; /* `op` may be gone now */
+		}
+	} else {
+		VkBuffer host = op->staging ? ruda__host_staging_buffer(op->staging, s->device)
+					    : VK_NULL_HANDLE;
+		struct op_waiter *w = host ? calloc(1, sizeof(*w)) : NULL;
+		VkBufferCopy region = {
+			.srcOffset = a->src_offset,
+			.dstOffset = (uint64_t)i * op->size,
+			.size = op->size,
+		};
+		if (w)
+			ruda__stream_note_use(s->current, src); /* the copy may submit */
+		if (!w || ruda__stream_copy_regions(s->current, src->vk, host, &region, 1,
+						    &src->ref, &op->staging->ref) != RUDA_OK) {
+			free(w);
+			fail(op, RUDA_ERROR_OUT_OF_MEMORY,
+			     "all-reduce: no host memory for %u x %llu bytes", op->n,
+			     (unsigned long long)op->size);
+		} else {
+			w->base.done = copied;
+			w->op = op;
+			w->part = (uint32_t)i;
+			op->waiters++;
+			ruda__stream_wait(s->current, &w->base);
+			return; /* `op` may be gone now */
+		}
+	}
+	maybe_free(op);
+}
+
+void ruda__handle_collective_sync(struct ruda_session *s, const Ruda__Request *req)
+{
+	struct ruda_collectives *c = registry(s->ctx);
+	struct member *m = c ? member_of(c, s->id, 1) : NULL;
+	struct sync_wait *w = m ? malloc(sizeof(*w)) : NULL;
+	if (!w) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	/* collectives' copies are on the session's streams: submit them */
+	ruda__session_submit_all(s);
+	w->request = req->id;
+	w->next = NULL;
+	struct sync_wait **link = &m->syncs;
+	while (*link)
+		link = &(*link)->next;
+	*link = w;
+	answer_syncs(s->ctx, s->id, m);
+}
+
+/* ---- ends ------------------------------------------------------------------ */
+
+static int device_has_other_session(struct ruda_session_context *ctx, uint32_t device,
+				    const struct ruda_session *gone)
+{
+	for (size_t i = 0; i < ctx->sessions.cap; i++) {
+		struct ruda_session *s = ctx->sessions.slots[i].value;
+		if (s && s != gone && s->state == RUDA_SESSION_READY && s->device &&
+		    s->device->index == device)
+			return 1;
+	}
+	return 0;
+}
+
+void ruda__collective_session_gone(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
+	struct ruda_collectives *c = ctx->collectives;
+	if (!c)
+		return;
+	struct member *m = ruda__handle_table_remove(&c->members, s->id);
+	if (m) {
+		while (m->syncs) {
+			struct sync_wait *w = m->syncs;
+			m->syncs = w->next;
+			free(w);
+		}
+		free(m);
+	}
+	if (!s->device)
+		return;
+	uint32_t device = s->device->index;
+	struct collective_op *op = c->queue;
+	while (op) {
+		struct collective_op *next = op->next;
+		int i = part_of(op, device);
+		int joined = i >= 0 && op->parts[i].arrived && op->parts[i].session == s->id;
+		int orphan = i >= 0 && !op->parts[i].arrived &&
+			     !device_has_other_session(ctx, device, s);
+		if (joined || orphan)
+			fail(op, RUDA_ERROR_DISCONNECTED,
+			     "all-reduce: the client of device %u disconnected (session %llu)",
+			     device, (unsigned long long)s->id);
+		/* a call it joined stays queued so the participants still to come
+		 * hear of the failure; one nobody can join any more goes */
+		if (orphan) {
+			unqueue(op);
+			maybe_free(op);
+		}
+		op = next;
+	}
+}
+
+static void free_timer(uv_handle_t *handle)
+{
+	free(handle);
+}
+
+void ruda__collective_finish(struct ruda_session_context *ctx)
+{
+	struct ruda_collectives *c = ctx->collectives;
+	ruda__host_staging_cache_clear();
+	if (!c)
+		return;
+	while (c->queue) {
+		struct collective_op *op = c->queue;
+		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+		unqueue(op);
+		maybe_free(op);
+	}
+	if (c->timer) {
+		uv_timer_stop(c->timer);
+		uv_close((uv_handle_t *)c->timer, free_timer);
+		c->timer = NULL;
+	}
+	/* ops still copying free the registry when the last one goes */
+	c->closing = 1;
+	if (!c->live)
+		registry_free(ctx);
+}

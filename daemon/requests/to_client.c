@@ -1,0 +1,409 @@
+#include "requests/to_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/buffer.h"
+#include "device/device.h"
+#include "memory/host_staging.h"
+#include "common/log.h"
+#include "requests/session.h"
+#include "exec/stream.h"
+
+struct to_client_waiter {
+	struct ruda_waiter base;
+	struct ruda_session_context *ctx;
+	uint64_t session, request;       /* who asked */
+	uint64_t target, target_handle;  /* where the buffer goes */
+	struct ruda_buffer *dst;          /* owned reference */
+	struct ruda_host_staging *staging; /* owned reference; NULL: same device */
+	uint64_t size;
+	/* while the staging is made in the thread pool, the bytes wait here */
+	struct ruda_buffer *tmp; /* owned reference */
+	int pending;             /* the copy into tmp, the staging: still to come */
+	ruda_status error;
+};
+
+/* Whether a new buffer of `size` bytes has bytes past them in its last
+ * word (buffers are made whole words), which a copy of `size` leaves as
+ * they were. */
+static int has_tail(uint64_t size)
+{
+	return size == 0 || (size & 3) != 0;
+}
+
+static void reply(struct to_client_waiter *w, ruda_status status, const char *why)
+{
+	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
+	if (s && s->state == RUDA_SESSION_READY)
+		ruda__session_reply_status(s, w->request, status, "to_client: %s", why);
+}
+
+static void waiter_free(struct to_client_waiter *w)
+{
+	if (w->tmp)
+		ruda__buffer_put(w->tmp);
+	if (w->dst)
+		ruda__buffer_put(w->dst);
+	if (w->staging)
+		ruda__host_staging_put(w->staging);
+	free(w);
+}
+
+/* The bytes are in the new buffer: give it to the target session. */
+static void settle(struct to_client_waiter *w)
+{
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (!t || t->state != RUDA_SESSION_READY) {
+		reply(w, RUDA_ERROR_DISCONNECTED, "the target session has gone");
+		return;
+	}
+	if (ruda__handle_table_get(&t->buffers, w->target_handle)) {
+		reply(w, RUDA_ERROR_INVALID_HANDLE, "the target's buffer id is in use");
+		return;
+	}
+	ruda_status st = ruda__session_charge_buffer(t, w->dst);
+	if (st != RUDA_OK) {
+		reply(w, st, "over the target session's memory quota");
+		return;
+	}
+	struct ruda_session_buffer *b = calloc(1, sizeof(*b));
+	if (!b || ruda__handle_table_insert(&t->buffers, w->target_handle, b) < 0) {
+		free(b);
+		ruda__session_uncharge_buffer(t, w->dst);
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	b->buffer = w->dst; /* the waiter's reference moves to the session */
+	w->dst = NULL;
+	reply(w, RUDA_OK, "");
+}
+
+static void into_target_done(struct ruda_waiter *base, int status)
+{
+	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	if (status != RUDA_OK)
+		reply(w, (ruda_status)status, "the target device failed");
+	else
+		settle(w);
+	waiter_free(w);
+}
+
+/* The source's bytes are in host memory (or, on one device, already in
+ * the new buffer). */
+static void out_of_source_done(struct ruda_waiter *base, int status)
+{
+	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	if (status != RUDA_OK) {
+		reply(w, (ruda_status)status, "the source device failed");
+		waiter_free(w);
+		return;
+	}
+	if (!w->staging) {
+		settle(w);
+		waiter_free(w);
+		return;
+	}
+	/* nothing more to do for a session that has gone (nor, at shutdown,
+	 * on a device that may be gone) */
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (!t || t->state != RUDA_SESSION_READY) {
+		reply(w, RUDA_ERROR_DISCONNECTED, "the target session has gone");
+		waiter_free(w);
+		return;
+	}
+	struct ruda_device *d = w->dst->device;
+	VkBuffer host = ruda__host_staging_buffer(w->staging, d);
+	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
+	if (!sub) {
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "cannot record the copy into the target device");
+		waiter_free(w);
+		return;
+	}
+	if (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
+	    ruda__submission_hold(sub, &w->dst->ref) < 0) {
+		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		waiter_free(w);
+		return;
+	}
+	if (has_tail(w->size)) {
+		/* the word the copy does not reach may hold another client's
+		 * bytes: zero it first */
+		vkCmdFillBuffer(sub->cmd, w->dst->vk, w->size & ~(uint64_t)3, VK_WHOLE_SIZE, 0);
+		ruda__record_barrier(sub->cmd);
+	}
+	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
+	if (w->size)
+		vkCmdCopyBuffer(sub->cmd, host, w->dst->vk, 1, &region);
+	w->base.done = into_target_done;
+	ruda__submission_add_waiter(sub, &w->base);
+	ruda__submission_submit(sub); /* on failure the waiter hears it */
+}
+
+/* The bytes are in tmp and the staging is made: tmp -> host memory on the
+ * source device, then on as usual. */
+static void maybe_stage(struct to_client_waiter *w)
+{
+	if (w->pending)
+		return;
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (w->error == RUDA_OK && (!t || t->state != RUDA_SESSION_READY))
+		w->error = RUDA_ERROR_DISCONNECTED;
+	struct ruda_device *d = w->tmp->device;
+	VkBuffer host = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
+					    : VK_NULL_HANDLE;
+	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
+	if (sub && (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
+		    ruda__submission_hold(sub, &w->tmp->ref) < 0)) {
+		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		sub = NULL;
+	}
+	if (!sub) {
+		reply(w, w->error != RUDA_OK ? w->error : RUDA_ERROR_OUT_OF_MEMORY,
+		      w->error == RUDA_ERROR_DISCONNECTED ? "the target session has gone"
+							  : "no host memory for the copy");
+		waiter_free(w);
+		return;
+	}
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			     0, 1, &barrier, 0, NULL, 0, NULL);
+	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
+	if (w->size)
+		vkCmdCopyBuffer(sub->cmd, w->tmp->vk, host, 1, &region);
+	ruda__buffer_put(w->tmp); /* the submission holds it now */
+	w->tmp = NULL;
+	w->base.done = out_of_source_done;
+	ruda__submission_add_waiter(sub, &w->base);
+	ruda__submission_submit(sub);
+}
+
+static void tmp_done(struct ruda_waiter *base, int status)
+{
+	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	if (status != RUDA_OK && w->error == RUDA_OK)
+		w->error = (ruda_status)status;
+	w->pending--;
+	maybe_stage(w);
+}
+
+static void staging_made(struct ruda_host_staging *st, void *data)
+{
+	struct to_client_waiter *w = data;
+	w->staging = st;
+	if (!st && w->error == RUDA_OK)
+		w->error = RUDA_ERROR_OUT_OF_MEMORY;
+	w->pending--;
+	maybe_stage(w);
+}
+
+/* The copy regions of the request, packed in row-major order from 0:
+ * one for plain bytes, one per row (or element) of a strided tensor.
+ * Returns the count, or 0 with `why` set. */
+static uint32_t plan(const Ruda__ToClient *t, uint64_t buffer_size, VkBufferCopy **out,
+		     uint64_t *packed, ruda_status *status, char *why, size_t why_len)
+{
+	*status = RUDA_ERROR_INVALID_ARGUMENT;
+	if (!t->n_shape) {
+		if (t->offset > buffer_size || t->size > buffer_size - t->offset) {
+			*status = RUDA_ERROR_OUT_OF_RANGE;
+			snprintf(why, why_len, "bytes %llu..%llu lie outside the buffer's %llu",
+				 (unsigned long long)t->offset,
+				 (unsigned long long)(t->offset + t->size),
+				 (unsigned long long)buffer_size);
+			return 0;
+		}
+		*out = calloc(1, sizeof(**out));
+		if (!*out) {
+			*status = RUDA_ERROR_OUT_OF_MEMORY;
+			snprintf(why, why_len, "out of memory");
+			return 0;
+		}
+		(*out)[0] = (VkBufferCopy){.srcOffset = t->offset, .dstOffset = 0, .size = t->size};
+		*packed = t->size;
+		return 1;
+	}
+	size_t rank = t->n_shape;
+	uint64_t elem = t->elem_size;
+	if (t->n_strides != rank || rank > 8 || elem == 0 || elem > 16) {
+		snprintf(why, why_len, "a tensor needs as many strides as dimensions (at most 8) "
+			 "and an element size of 1..16 bytes");
+		return 0;
+	}
+	/* elements, last byte reached, rows */
+	uint64_t count = 1, last = 0;
+	for (size_t i = 0; i < rank; i++) {
+		uint64_t dim = t->shape[i];
+		if (dim == 0) {
+			count = 0;
+			break;
+		}
+		if (count > UINT64_MAX / dim || t->strides[i] > (UINT64_MAX / 4) / dim) {
+			*status = RUDA_ERROR_TOO_LARGE;
+			snprintf(why, why_len, "the tensor's size overflows");
+			return 0;
+		}
+		count *= dim;
+		last += (dim - 1) * t->strides[i];
+	}
+	if (count && (count > UINT64_MAX / elem || last >= UINT64_MAX / elem - 1 ||
+		      t->offset > buffer_size || (last + 1) * elem > buffer_size - t->offset)) {
+		*status = RUDA_ERROR_OUT_OF_RANGE;
+		snprintf(why, why_len, "the tensor reaches past the buffer's %llu bytes",
+			 (unsigned long long)buffer_size);
+		return 0;
+	}
+	int rows = t->strides[rank - 1] == 1;
+	uint64_t run = rows ? t->shape[rank - 1] : 1;
+	uint64_t nregions = count ? count / run : 0;
+	if (nregions > RUDA_TO_CLIENT_MAX_REGIONS) {
+		*status = RUDA_ERROR_TOO_LARGE;
+		snprintf(why, why_len, "%llu pieces; at most %u", (unsigned long long)nregions,
+			 RUDA_TO_CLIENT_MAX_REGIONS);
+		return 0;
+	}
+	*out = calloc(nregions ? nregions : 1, sizeof(**out));
+	if (!*out) {
+		*status = RUDA_ERROR_OUT_OF_MEMORY;
+		snprintf(why, why_len, "out of memory");
+		return 0;
+	}
+	size_t outer = rows ? rank - 1 : rank; /* dimensions walked one region at a time */
+	uint64_t index[8] = {0};
+	for (uint64_t r = 0; r < nregions; r++) {
+		uint64_t at = 0;
+		for (size_t i = 0; i < outer; i++)
+			at += index[i] * t->strides[i];
+		(*out)[r] = (VkBufferCopy){
+			.srcOffset = t->offset + at * elem,
+			.dstOffset = r * run * elem,
+			.size = run * elem,
+		};
+		for (size_t i = outer; i-- > 0;) {
+			if (++index[i] < t->shape[i])
+				break;
+			index[i] = 0;
+		}
+	}
+	*packed = count * elem;
+	if (!nregions) {
+		/* an empty tensor: an empty buffer, no copy */
+		(*out)[0] = (VkBufferCopy){.size = 0};
+		return 1;
+	}
+	return (uint32_t)nregions;
+}
+
+void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
+{
+	const Ruda__ToClient *t = req->to_client;
+	struct ruda_session_context *ctx = s->ctx;
+	char why[256];
+	struct ruda_session_buffer *src = ruda__handle_table_get(&s->buffers, t->handle);
+	if (!src || !src->buffer || src->error != RUDA_OK) {
+		ruda__session_reply_status(s, req->id, src ? src->error : RUDA_ERROR_INVALID_HANDLE,
+					   "to_client: buffer %llu: %s", (unsigned long long)t->handle,
+					   !src ? "no such buffer in this session"
+						: src->error_message ? src->error_message : "failed");
+		return;
+	}
+	struct ruda_session *target = ruda__handle_table_get(&ctx->sessions, t->target_session);
+	if (!target || target->state != RUDA_SESSION_READY) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+					   "to_client: no session %llu",
+					   (unsigned long long)t->target_session);
+		return;
+	}
+	/* one process moves data between its own clients, nobody else's */
+	if (target->uid != s->uid || target->pid != s->pid) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
+					   "to_client: session %llu belongs to another process",
+					   (unsigned long long)t->target_session);
+		return;
+	}
+	if (ruda__handle_table_get(&target->buffers, t->target_handle)) {
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
+					   "to_client: buffer id %llu is in use in session %llu",
+					   (unsigned long long)t->target_handle,
+					   (unsigned long long)t->target_session);
+		return;
+	}
+	VkBufferCopy *regions = NULL;
+	uint64_t packed = 0;
+	ruda_status st;
+	uint32_t n = plan(t, src->buffer->size, &regions, &packed, &st, why, sizeof(why));
+	if (!n) {
+		ruda__session_reply_status(s, req->id, st, "to_client: %s", why);
+		return;
+	}
+	struct to_client_waiter *w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(regions);
+		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
+	*w = (struct to_client_waiter){
+		.base.done = out_of_source_done,
+		.ctx = ctx,
+		.session = s->id,
+		.request = req->id,
+		.target = target->id,
+		.target_handle = t->target_handle,
+		.size = packed,
+	};
+	st = ruda__buffer_create(target->device, packed ? packed : 1, &w->dst);
+	struct ruda_device *devices[2] = {s->device, target->device};
+	if (st == RUDA_OK && target->device != s->device) {
+		/* host memory imported into both devices: kept from an earlier
+		 * transfer, or made in the thread pool while the bytes wait in
+		 * device memory (an import must not stall the loop) */
+		w->staging = ruda__host_staging_cached(packed, devices, 2);
+		if (!w->staging)
+			st = ruda__buffer_create(s->device, packed ? packed : 1, &w->tmp);
+	}
+	if (st == RUDA_OK && !w->staging && !w->tmp && has_tail(packed)) {
+		/* the copy below goes straight into the new buffer: zero the
+		 * word it does not reach first (it may hold another client's
+		 * bytes); the stream records the fill before the copy */
+		ruda__stream_zero(s->current, w->dst);
+		w->dst->zero_from = packed & ~(uint64_t)3;
+	}
+	VkBuffer into = VK_NULL_HANDLE;
+	if (st == RUDA_OK) {
+		into = w->tmp ? w->tmp->vk
+		       : w->staging ? ruda__host_staging_buffer(w->staging, s->device)
+				    : w->dst->vk;
+		if (!into)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st == RUDA_OK)
+		st = ruda__stream_copy_regions(s->current, src->buffer->vk, into, regions,
+					       packed ? n : 0, &src->buffer->ref,
+					       w->tmp       ? &w->tmp->ref
+					       : w->staging ? &w->staging->ref
+							    : &w->dst->ref);
+	free(regions);
+	if (st == RUDA_OK && w->tmp) {
+		if (ruda__host_staging_make(ctx->loop, packed, devices, 2, staging_made, w) < 0)
+			st = RUDA_ERROR_OUT_OF_MEMORY;
+		else
+			w->pending = 2;
+	}
+	if (st != RUDA_OK) {
+		ruda__session_reply_status(s, req->id, st, "to_client: %llu bytes: %s",
+					   (unsigned long long)packed, ruda_strerror(st));
+		waiter_free(w);
+		return;
+	}
+	s->usage.bytes_downloaded += packed;
+	if (w->tmp)
+		w->base.done = tmp_done;
+	ruda__stream_wait(s->current, &w->base);
+}
