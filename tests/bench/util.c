@@ -449,7 +449,11 @@ void bench_daemon_start(struct bench_daemon *d, const char *const *extra)
 		snprintf(config, sizeof(config), "%s/rudad.conf", d->dir);
 		FILE *f = fopen(config, "w");
 		BENCH_CHECK(f, "cannot write %s", config);
-		fprintf(f, "# empty: rudad's defaults for the bench\n");
+		fprintf(f, "# rudad's defaults for the bench\n");
+		/* lines of rudad.conf to compare settings in one place */
+		const char *lines = getenv("RUDA_BENCH_RUDAD_CONF");
+		if (lines)
+			fprintf(f, "%s\n", lines);
 		fclose(f);
 		argv[argc++] = "--config";
 		argv[argc++] = config;
