@@ -293,8 +293,12 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 		       sizes[z].name, sizes[z].iterations, sizes[z].measured_s * 1e6,
 		       (unsigned long long)k, rounds, rounds > 1 ? "s" : "");
 	}
+	/* a part alone, to compare rudad's settings quickly: latency, short, long */
+	const char *only = getenv("RUDA_BENCH_SHARING");
 	for (int z = 0; z < 2; z++) {
 		struct kernel_size *ks = &sizes[z];
+		if (only && strcmp(only, ks->name) != 0)
+			continue;
 		for (size_t i = 0; i < NPOINTS; i++) {
 			printf("sharing: %s kernel, %d process%s through rudad, then in-process...\n",
 			       ks->name, procs[i], procs[i] > 1 ? "es" : "");
@@ -306,6 +310,15 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 		printf("sharing: %s kernel, one client over %d streams...\n", ks->name, STREAMS);
 		ks->streams = median_point("rudad", d->socket_path, 1, ks->iterations,
 					   k * MAX_PROCS, STREAMS, rounds);
+	}
+	if (only && strcmp(only, "latency") != 0) {
+		for (int z = 0; z < 2; z++)
+			for (size_t i = 0; i < NPOINTS; i++)
+				if (strcmp(only, sizes[z].name) == 0)
+					printf("  %s kernel, %2d clients: %.0f kernels/s, in-process %.0f\n",
+					       sizes[z].name, procs[i], sizes[z].rudad[i],
+					       sizes[z].inproc[i]);
+		return;
 	}
 	printf("sharing: latency of one client, idle and beside %d saturating clients...\n",
 	       LOADED_CLIENTS);
@@ -330,7 +343,7 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 	workers_wait(&w);
 
 	char name[96], note[128];
-	for (int z = 0; z < 2; z++) {
+	for (int z = 0; z < 2 && !only; z++) {
 		struct kernel_size *ks = &sizes[z];
 		int is_short = z == 0;
 		for (size_t i = 0; i < NPOINTS; i++) {
@@ -364,6 +377,8 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 		     loaded * 1e6, idle * 1e6, BENCH_LOWER, note);
 	bench_target(3.0);
 	bench_print_group("sharing");
+	if (only)
+		return;
 
 	struct bench_svg_plot plot = {
 		.title = "Small kernels: aggregate of P client processes",
