@@ -82,14 +82,14 @@ void ruda__compile_worker_set_bounds(uint32_t timeout_ms, uint64_t memory_max)
 struct ruda_compile_worker {
 	struct ruda_compile_pool *pool; /* NULL once abandoned */
 	uv_process_t process;
-	uv_pipe_t pipe;
+	uv_poll_t poll; /* the socket: uv_poll, as rudad's clients (no uv_stream) */
+	int fd;
 	uv_timer_t timer;
 	int open_handles;
 	bool ready, exited, killed;
 	struct ruda_compile_job *job; /* in the worker now */
 	uint8_t *out;                 /* the message being written */
-	uv_write_t write;
-	bool writing;
+	size_t out_size, out_sent;
 	struct wire_reply reply;
 	size_t got;
 	uint64_t started_ns;
@@ -98,6 +98,8 @@ struct ruda_compile_worker {
 static void worker_handle_closed(uv_handle_t *handle)
 {
 	struct ruda_compile_worker *w = handle->data;
+	if (handle == (uv_handle_t *)&w->poll)
+		close(w->fd);
 	if (--w->open_handles == 0) {
 		free(w->out);
 		free(w);
@@ -187,7 +189,7 @@ static void abandon(struct ruda_compile_worker *w)
 	 * reaped even at shutdown */
 	if (!w->exited)
 		uv_ref((uv_handle_t *)&w->process);
-	uv_close((uv_handle_t *)&w->pipe, worker_handle_closed);
+	uv_close((uv_handle_t *)&w->poll, worker_handle_closed);
 	uv_close((uv_handle_t *)&w->timer, worker_handle_closed);
 	if (w->exited)
 		uv_close((uv_handle_t *)&w->process, worker_handle_closed);
@@ -300,26 +302,8 @@ static void worker_exited(uv_process_t *process, int64_t status, int signal)
 	}
 }
 
-static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+static void got_reply(struct ruda_compile_worker *w)
 {
-	struct ruda_compile_worker *w = handle->data;
-	(void)suggested;
-	/* no more than one reply: the worker answers one request at a time */
-	*buf = uv_buf_init((char *)&w->reply + w->got, (unsigned)(sizeof(w->reply) - w->got));
-}
-
-static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
-{
-	struct ruda_compile_worker *w = stream->data;
-	(void)buf;
-	if (n < 0) { /* its exit says what happened */
-		uv_read_stop(stream);
-		return;
-	}
-	w->got += (size_t)n;
-	if (w->got < sizeof(w->reply) || !w->pool)
-		return;
-	w->got = 0;
 	struct ruda_compile_pool *pool = w->pool;
 	if (w->reply.magic == MAGIC_READY && !w->ready) {
 		w->ready = true;
@@ -330,6 +314,7 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	}
 	struct ruda_compile_job *job = w->job;
 	if (w->reply.magic != MAGIC_REPLY || !job) {
+		w->job = NULL;
 		abandon(w);
 		if (job)
 			finish_job(job, RUDA_COMPILE_UNAVAILABLE, RUDA_OK, NULL);
@@ -346,13 +331,43 @@ static void on_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	pump(pool);
 }
 
-static void on_written(uv_write_t *req, int status)
+static void on_poll(uv_poll_t *poll, int status, int events)
 {
-	struct ruda_compile_worker *w = req->data;
-	(void)status; /* a worker that died says so at its exit */
-	w->writing = false;
-	free(w->out);
-	w->out = NULL;
+	struct ruda_compile_worker *w = poll->data;
+	if (status < 0 || !w->pool) { /* its exit says what happened */
+		uv_poll_stop(poll);
+		return;
+	}
+	if ((events & UV_WRITABLE) && w->out) {
+		ssize_t n = send(w->fd, w->out + w->out_sent, w->out_size - w->out_sent,
+				 MSG_NOSIGNAL);
+		if (n > 0)
+			w->out_sent += (size_t)n;
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			uv_poll_stop(poll); /* it died: its exit follows */
+			return;
+		}
+		if (w->out_sent == w->out_size) {
+			free(w->out);
+			w->out = NULL;
+			uv_poll_start(poll, UV_READABLE, on_poll);
+		}
+	}
+	if (!(events & UV_READABLE))
+		return;
+	/* no more than one reply: the worker answers one request at a time */
+	ssize_t n = recv(w->fd, (uint8_t *)&w->reply + w->got, sizeof(w->reply) - w->got, 0);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		uv_poll_stop(poll);
+		return;
+	}
+	if (n < 0)
+		return;
+	w->got += (size_t)n;
+	if (w->got == sizeof(w->reply)) {
+		w->got = 0;
+		got_reply(w);
+	}
 }
 
 /* The environment, less what would make the worker count as rudad. */
@@ -378,7 +393,8 @@ static int spawn(struct ruda_compile_pool *pool)
 	struct ruda_compile_worker *w = calloc(1, sizeof(*w));
 	char **env = worker_environment();
 	int sv[2] = {-1, -1};
-	if (!w || !env || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (!w || !env || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
 		int err = -errno;
 		free(w);
 		free(env);
@@ -390,8 +406,9 @@ static int spawn(struct ruda_compile_pool *pool)
 		snprintf(uuid + 2 * i, 3, "%02x", pool->device_uuid[i]);
 	char *args[] = {(char *)"rudad", (char *)RUDA_COMPILE_WORKER_ARG, physical, uuid, NULL};
 	uv_stdio_container_t stdio[4] = {
-		{.flags = UV_IGNORE},
-		{.flags = UV_IGNORE},
+		/* rudad's own: UV_IGNORE would keep a /dev/null open in rudad */
+		{.flags = UV_INHERIT_FD, .data.fd = STDIN_FILENO},
+		{.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
 		{.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO}, /* its log lines */
 		{.flags = UV_INHERIT_FD, .data.fd = sv[1]},
 	};
@@ -417,19 +434,26 @@ static int spawn(struct ruda_compile_pool *pool)
 	w->open_handles = 3;
 	w->pool = pool;
 	w->started_ns = uv_hrtime();
-	uv_pipe_init(pool->loop, &w->pipe, 0);
-	w->pipe.data = w;
+	w->fd = sv[0];
 	uv_timer_init(pool->loop, &w->timer);
 	w->timer.data = w;
 	uv_unref((uv_handle_t *)&w->process);
-	uv_unref((uv_handle_t *)&w->pipe);
 	pool->worker = w;
-	if (uv_pipe_open(&w->pipe, sv[0]) < 0) {
-		close(sv[0]);
-		abandon(w);
+	if (uv_poll_init(pool->loop, &w->poll, w->fd) < 0) {
+		/* nothing polls: the process and timer go, the socket here */
+		close(w->fd);
+		w->open_handles = 2;
+		w->pool = NULL;
+		pool->worker = NULL;
+		uv_process_kill(&w->process, SIGKILL);
+		w->killed = true;
+		uv_ref((uv_handle_t *)&w->process);
+		uv_close((uv_handle_t *)&w->timer, worker_handle_closed);
 		return -EIO;
 	}
-	uv_read_start((uv_stream_t *)&w->pipe, on_alloc, on_read);
+	w->poll.data = w;
+	uv_unref((uv_handle_t *)&w->poll);
+	uv_poll_start(&w->poll, UV_READABLE, on_poll);
 	return 0;
 }
 
@@ -473,20 +497,16 @@ static void pump(struct ruda_compile_pool *pool)
 	 * them, at most compile_timeout_ms each */
 	if (!uv_is_active((uv_handle_t *)&w->timer))
 		uv_timer_start(&w->timer, on_timer, SAMPLE_MS, SAMPLE_MS);
-	if (!w->ready || w->job || w->writing)
+	if (!w->ready || w->job || w->out)
 		return;
 	struct ruda_compile_job *job = take_next(pool);
 	w->job = job;
 	w->out = job->message; /* the worker's until written */
 	job->message = NULL;
 	job->start_ns = uv_hrtime();
-	uv_buf_t buf = uv_buf_init((char *)w->out, (unsigned)job->message_size);
-	w->write.data = w;
-	w->writing = true;
-	if (uv_write(&w->write, (uv_stream_t *)&w->pipe, &buf, 1, on_written) < 0) {
-		w->writing = false;
-		refuse_job(w, "cannot send the kernel to the compiler");
-	}
+	w->out_size = job->message_size;
+	w->out_sent = 0;
+	uv_poll_start(&w->poll, UV_READABLE | UV_WRITABLE, on_poll);
 }
 
 void ruda__compile_pool_init(struct ruda_compile_pool *pool, uv_loop_t *loop,
