@@ -159,6 +159,12 @@ static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_STOP_TIMEOUT_MS] = {.name = "stop_timeout_ms", .type = T_COUNT,
 					 .offset = F(stop_timeout_ms), .min = 0, .max = 3600000,
 					 .reload = true},
+	[RUDA_CONFIG_COMPILE_TIMEOUT_MS] = {.name = "compile_timeout_ms", .type = T_COUNT,
+					    .offset = F(compile_timeout_ms), .min = 0,
+					    .max = 3600000, .reload = true},
+	[RUDA_CONFIG_COMPILE_MEMORY_MAX] = {.name = "compile_memory_max", .type = T_SIZE,
+					    .offset = F(compile_memory_max), .min = 0,
+					    .max = 1ull << 50, .reload = true},
 };
 #undef F
 
@@ -215,6 +221,8 @@ void ruda__config_init(struct ruda_config *c)
 	c->max_requests_in_flight = 1024;
 	c->submission_timeout_ms = RUDA_SUBMISSION_TIMEOUT_MS;
 	c->stop_timeout_ms = RUDA_STOP_TIMEOUT_MS;
+	c->compile_timeout_ms = RUDA_COMPILE_TIMEOUT_MS;
+	c->compile_memory_max = RUDA_COMPILE_MEMORY_MAX;
 	c->log_level = RUDA_LOG_INFO;
 	c->admin_gid = (gid_t)-1;
 	c->read_only_views = true; /* as ps(1) shows processes to everyone */

@@ -48,6 +48,10 @@
  * systemd/rudad.service's TimeoutStopSec= is above it. */
 #define RUDA_STOP_TIMEOUT_MS 5000u
 #define RUDA_EXIT_STOP_TIMEOUT 3
+/* How long one kernel may compile, and how much resident memory the
+ * compile worker may use meanwhile (daemon/compile_worker.h). */
+#define RUDA_COMPILE_TIMEOUT_MS 10000u
+#define RUDA_COMPILE_MEMORY_MAX (2ull << 30)
 
 /* The top-level keys, in the order rudad.conf(5) documents them. */
 enum ruda_config_key {
@@ -88,6 +92,8 @@ enum ruda_config_key {
 	RUDA_CONFIG_MAX_EXCLUSIVE_MS,
 	RUDA_CONFIG_EXCLUSIVE_SHARE,
 	RUDA_CONFIG_STOP_TIMEOUT_MS,
+	RUDA_CONFIG_COMPILE_TIMEOUT_MS,
+	RUDA_CONFIG_COMPILE_MEMORY_MAX,
 	RUDA_CONFIG_NKEYS,
 };
 
@@ -123,6 +129,11 @@ struct ruda_config {
 	/* how long a stop (SIGTERM) may take before rudad exits anyway with
 	 * RUDA_EXIT_STOP_TIMEOUT (device work that does not end); 0: no limit */
 	uint32_t stop_timeout_ms;
+	/* bounds of the compile worker (compile_worker.h): how long one
+	 * kernel may compile (0: no limit) and its process's resident memory
+	 * meanwhile (bytes; 0: no limit) */
+	uint32_t compile_timeout_ms;
+	uint64_t compile_memory_max;
 	int log_level;                   /* enum ruda_log_level */
 	char *cache_directory;           /* owned; NULL until resolved */
 

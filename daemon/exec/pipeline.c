@@ -83,21 +83,37 @@ static void pipeline_destroy(struct ruda_ref *ref)
 }
 
 static void compile(struct ruda_pipeline *p, struct ruda_device *d);
+static int check(struct ruda_pipeline *p, struct ruda_device *d);
+
+static uint64_t elapsed_ns(const struct timespec *start)
+{
+	struct timespec end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	return (uint64_t)(end.tv_sec - start->tv_sec) * 1000000000u +
+	       (uint64_t)(end.tv_nsec - start->tv_nsec);
+}
 
 /* Thread pool: everything here touches only `p` and thread-safe Vulkan. */
+static void check_work(uv_work_t *work)
+{
+	struct ruda_pipeline *p = work->data;
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	check(p, p->registry->device);
+	p->compile_ns += elapsed_ns(&start);
+}
+
 static void compile_work(uv_work_t *work)
 {
 	struct ruda_pipeline *p = work->data;
-	struct ruda_device *d = p->registry->device;
-	struct timespec start, end;
+	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	compile(p, d);
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	p->compile_ns = (uint64_t)(end.tv_sec - start.tv_sec) * 1000000000u +
-			(uint64_t)(end.tv_nsec - start.tv_nsec);
+	compile(p, p->registry->device);
+	p->compile_ns += elapsed_ns(&start);
 }
 
-static void compile(struct ruda_pipeline *p, struct ruda_device *d)
+/* The static checks at register (daemon/spirv.c); 0 when they pass. */
+static int check(struct ruda_pipeline *p, struct ruda_device *d)
 {
 	const VkPhysicalDeviceLimits *dl = &d->props.limits;
 	struct ruda_spirv_limits limits = {
@@ -125,8 +141,13 @@ static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 	if (ruda__spirv_check(p->spirv, p->spirv_size / 4, &expected, p->error,
 			      sizeof(p->error)) < 0) {
 		p->status = RUDA_ERROR_INVALID_KERNEL;
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+static void compile(struct ruda_pipeline *p, struct ruda_device *d)
+{
 	VkShaderModuleCreateInfo module = {
 		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
 		.codeSize = p->spirv_size,
@@ -205,14 +226,9 @@ static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 	}
 }
 
-static void compile_done(uv_work_t *work, int status)
+static void compile_finish(struct ruda_pipeline *p)
 {
-	struct ruda_pipeline *p = work->data;
 	struct ruda_pipeline_registry *reg = p->registry;
-	if (status < 0 && p->status == RUDA_OK) {
-		p->status = RUDA_ERROR_INTERNAL;
-		snprintf(p->error, sizeof(p->error), "compilation cancelled");
-	}
 	if (p->status == RUDA_OK) {
 		p->state = RUDA_PIPELINE_READY;
 		reg->device->stats.pipelines++;
@@ -236,6 +252,83 @@ static void compile_done(uv_work_t *work, int status)
 	ruda_ref_put(&p->ref); /* the compilation's own reference */
 }
 
+static void compile_done(uv_work_t *work, int status)
+{
+	struct ruda_pipeline *p = work->data;
+	if (status < 0 && p->status == RUDA_OK) {
+		p->status = RUDA_ERROR_INTERNAL;
+		snprintf(p->error, sizeof(p->error), "compilation cancelled");
+	}
+	compile_finish(p);
+}
+
+/* In the thread pool, as every kernel compiled before the worker. */
+static void compile_in_process(struct ruda_pipeline *p)
+{
+	if (uv_queue_work(p->registry->loop, &p->work, compile_work, compile_done) < 0) {
+		p->status = RUDA_ERROR_INTERNAL;
+		snprintf(p->error, sizeof(p->error), "compilation cancelled");
+		compile_finish(p);
+	}
+}
+
+static void worker_done(struct ruda_compile_job *job, enum ruda_compile_result result,
+			ruda_status status, const char *message)
+{
+	struct ruda_pipeline *p = job->data;
+	p->compile_ns += job->start_ns ? uv_hrtime() - job->start_ns : 0;
+	if (result == RUDA_COMPILE_REFUSED) {
+		p->status = status;
+		snprintf(p->error, sizeof(p->error), "%s", message);
+		compile_finish(p);
+		return;
+	}
+	/* it compiled in bounds (the driver may still refuse it: the same
+	 * error then comes from here), or there is no worker */
+	compile_in_process(p);
+}
+
+static void check_done(uv_work_t *work, int status)
+{
+	struct ruda_pipeline *p = work->data;
+	struct ruda_pipeline_registry *reg = p->registry;
+	if (status < 0 && p->status == RUDA_OK) {
+		p->status = RUDA_ERROR_INTERNAL;
+		snprintf(p->error, sizeof(p->error), "compilation cancelled");
+	}
+	if (p->status != RUDA_OK) {
+		compile_finish(p);
+		return;
+	}
+	struct ruda_compile_request req = {
+		.spirv = p->spirv,
+		.spirv_size = p->spirv_size,
+		.entry_point = p->entry_point,
+		.binding_count = p->binding_count,
+		.push_constant_size = p->push_constant_size,
+		.spec = p->spec,
+		.nspec = p->nspec,
+		.owner = p->owner,
+	};
+	ruda__compile_request_digest(&req, p->job.digest);
+	/* a kernel that went past a bound before is not compiled again */
+	ruda_status verdict =
+		ruda__compile_pool_verdict(&reg->workers, p->job.digest, p->error, sizeof(p->error));
+	if (verdict != RUDA_OK) {
+		p->status = verdict;
+		compile_finish(p);
+		return;
+	}
+	int err = ruda__compile_pool_submit(&reg->workers, &p->job, &req, worker_done, p);
+	if (err == -ENOMEM) {
+		p->status = RUDA_ERROR_OUT_OF_MEMORY;
+		snprintf(p->error, sizeof(p->error), "out of memory");
+		compile_finish(p);
+	} else if (err < 0) {
+		compile_in_process(p);
+	}
+}
+
 int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda_device *device,
 				 uv_loop_t *loop)
 {
@@ -244,6 +337,7 @@ int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda
 	reg->loop = loop;
 	reg->nbuckets = 256;
 	reg->buckets = calloc(reg->nbuckets, sizeof(*reg->buckets));
+	ruda__compile_pool_init(&reg->workers, loop, device->physical_index, device->device_uuid);
 	return reg->buckets ? 0 : -ENOMEM;
 }
 
@@ -260,6 +354,7 @@ void ruda__pipeline_registry_finish(struct ruda_pipeline_registry *reg)
 	}
 	free(reg->buckets);
 	reg->buckets = NULL;
+	ruda__compile_pool_finish(&reg->workers);
 }
 
 size_t ruda__pipeline_registry_trim(struct ruda_pipeline_registry *reg, size_t keep)
@@ -347,6 +442,7 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 	p->registry = reg;
 	p->state = RUDA_PIPELINE_COMPILING;
 	p->status = RUDA_OK;
+	p->owner = key->owner;
 	ruda_ref_init(&p->ref, pipeline_destroy); /* the registry's */
 	p->hash_next = *bucket;
 	*bucket = p;
@@ -355,7 +451,7 @@ ruda_status ruda__pipeline_acquire(struct ruda_pipeline_registry *reg,
 	p->work.data = p;
 	ruda_ref_get(&p->ref); /* the compilation's */
 	reg->compiling++;
-	if (uv_queue_work(reg->loop, &p->work, compile_work, compile_done) < 0) {
+	if (uv_queue_work(reg->loop, &p->work, check_work, check_done) < 0) {
 		reg->compiling--;
 		unlink_pipeline(p);
 		ruda_ref_put(&p->ref);

@@ -2,7 +2,9 @@
  * Compute pipelines, shared by every session of a device: a kernel that one
  * client registered is ready for every other client registering the same
  * module (same SPIR-V, entry point, layout and specialization).
- * Compilation runs in libuv's thread pool; a second request for a kernel
+ * Compilation runs in libuv's thread pool, after the compile worker
+ * (compile_worker.h) compiled the kernel within rudad.conf's
+ * compile_timeout_ms and compile_memory_max; a second request for a kernel
  * still compiling waits for that compilation instead of starting another.
  */
 #ifndef RUDA_PIPELINE_H
@@ -16,6 +18,7 @@
 
 #include "../../proto/sha256.h"
 #include "common/ref.h"
+#include "exec/compile_worker.h"
 
 struct ruda_device;
 struct ruda_pipeline;
@@ -45,6 +48,7 @@ struct ruda_pipeline_key {
 	uint32_t push_constant_size;
 	const ruda_spec_constant *spec; /* borrowed */
 	uint32_t nspec;
+	uint64_t owner; /* the session asking: the compile worker takes turns by it */
 };
 
 struct ruda_pipeline {
@@ -70,6 +74,8 @@ struct ruda_pipeline {
 	uint64_t compile_ns; /* time the compilation took */
 	struct ruda_pipeline_waiter *waiters;
 	uv_work_t work;
+	uint64_t owner;                /* who asked first */
+	struct ruda_compile_job job;   /* in the compile worker (compile_worker.h) */
 
 	VkShaderModule module;
 	VkDescriptorSetLayout set_layout;
@@ -87,6 +93,9 @@ struct ruda_pipeline_registry {
 	uint64_t compile_ns; /* total compilation time */
 	size_t compiling;    /* compilations running */
 	size_t dropped;      /* by the registry's own trim since memory was last released */
+	/* compiles each new kernel first, in a process past whose bounds it
+	 * is refused (compile_worker.h) */
+	struct ruda_compile_pool workers;
 };
 
 int ruda__pipeline_registry_init(struct ruda_pipeline_registry *reg, struct ruda_device *device,

@@ -900,6 +900,7 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 		.push_constant_size = k->push_constant_size,
 		.spec = spec,
 		.nspec = (uint32_t)k->n_specialization,
+		.owner = s->id,
 	};
 	st = ruda__pipeline_acquire(reg, &key, &w->base, &w->pipeline);
 	/* the module has been copied or compared: its arena bytes are free */

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "common/config.h"
+#include "exec/compile_worker.h"
 #include "device/device.h"
 #include "server/device_set.h"
 #include "common/log.h"
@@ -304,6 +305,7 @@ static void reload(struct daemon *d)
 	ruda__config_finish(&d->config);
 	d->config = next;
 	ruda__log_init(d->config.log_level);
+	ruda__compile_worker_set_bounds(d->config.compile_timeout_ms, d->config.compile_memory_max);
 	if (d->config.max_clients > d->server.max_clients)
 		raise_fd_limit(d->config.max_clients);
 	d->server.max_clients = d->config.max_clients;
@@ -433,6 +435,9 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
+	/* rudad run again by itself to compile kernels (compile_worker.h) */
+	if (argc > 1 && strcmp(argv[1], RUDA_COMPILE_WORKER_ARG) == 0)
+		return ruda__compile_worker_main(argc, argv);
 	static struct daemon d;
 	d.config_path = RUDA_CONFIG_PATH;
 	ruda__config_init(&d.cli);
@@ -551,6 +556,7 @@ int main(int argc, char **argv)
 		setenv("UV_THREADPOOL_SIZE", threads, 0);
 	}
 	d.loop = uv_default_loop();
+	ruda__compile_worker_enable(d.config.compile_timeout_ms, d.config.compile_memory_max);
 	const char *cache_dir = d.config.cache_directory;
 	if (cache_dir)
 		ruda__pipeline_cache_setup_driver_caches(cache_dir);

@@ -60,6 +60,8 @@ START_TEST(defaults)
 	/* one client's endless kernel cannot hold the device, nor a stop */
 	ck_assert_uint_eq(c.submission_timeout_ms, 10000);
 	ck_assert_uint_eq(c.stop_timeout_ms, 5000);
+	ck_assert_uint_eq(c.compile_timeout_ms, 10000);
+	ck_assert_uint_eq(c.compile_memory_max, 2ull << 30);
 	ck_assert_int_eq(c.log_level, RUDA_LOG_INFO);
 	ck_assert(c.read_only_views);
 	ck_assert(!c.force_checked_launches);
@@ -118,6 +120,8 @@ START_TEST(good_file)
 		"max_exclusive_ms = 2000\n"
 		"exclusive_share = 25\n"
 		"stop_timeout_ms = 2500\n"
+		"compile_timeout_ms = 3000\n"
+		"compile_memory_max = 512M\n"
 		"\n"
 		"[user 1000]\n"
 		"max_memory_per_client = 2G\n"
@@ -161,7 +165,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 42);
+	ck_assert_uint_eq(c.quotas[0].line, 44);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
@@ -176,6 +180,8 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.max_exclusive_ms, 2000);
 	ck_assert_uint_eq(c.exclusive_share, 25);
 	ck_assert_uint_eq(c.stop_timeout_ms, 2500);
+	ck_assert_uint_eq(c.compile_timeout_ms, 3000);
+	ck_assert_uint_eq(c.compile_memory_max, 512ull << 20);
 	ck_assert(c.quotas[0].has_max_memory_per_client && c.quotas[0].has_max_memory_per_uid);
 	ck_assert(c.quotas[0].max_memory_per_client == 2ull << 30);
 	ck_assert(c.quotas[0].max_memory_per_uid == 4ull << 30);

@@ -1,0 +1,912 @@
+#include "exec/compile_worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "device/device.h"
+#include "common/log.h"
+
+/* The worker's socket in the child. */
+#define WORKER_FD 3
+/* How often a busy worker's deadline and memory are checked. */
+#define SAMPLE_MS 20u
+/* A worker that has not opened its device after this long is given up. */
+#define STARTUP_MS 60000u
+
+#define MAGIC_REQUEST 0x52434d31u /* "RCM1" */
+#define MAGIC_REPLY 0x52435231u   /* "RCR1" */
+#define MAGIC_READY 0x52435259u   /* "RCRY" */
+
+/* The request: this header, the SPIR-V, the entry point with its NUL, the
+ * specialization constants as ruda_spec_constant (one binary on both ends). */
+struct wire_request {
+	uint32_t magic;
+	uint32_t spirv_size;
+	uint32_t entry_size;
+	uint32_t binding_count;
+	uint32_t push_constant_size;
+	uint32_t nspec;
+};
+
+/* The answer to a request (or, once, MAGIC_READY with result 0). */
+struct wire_reply {
+	uint32_t magic;
+	int32_t result; /* VkResult of vkCreateComputePipelines */
+};
+
+static struct ruda_compile_settings settings;
+
+void ruda__compile_worker_configure(const struct ruda_compile_settings *s)
+{
+	settings = *s;
+}
+
+void ruda__compile_worker_enable(uint32_t timeout_ms, uint64_t memory_max)
+{
+	/* the path now, not /proc/self/exe at each start: valgrind resolves
+	 * readlink to the program it runs, not to itself */
+	/* tests point it elsewhere to see rudad without a worker */
+	const char *test_exe = getenv("RUDA_TEST_COMPILE_WORKER");
+	ssize_t n = test_exe ? (ssize_t)snprintf(settings.exe, sizeof(settings.exe), "%s", test_exe)
+			     : readlink("/proc/self/exe", settings.exe, sizeof(settings.exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(settings.exe)) {
+		log_warn("compile worker: cannot find rudad's own executable (%s); kernels "
+			 "compile in-process, without compile_timeout_ms or compile_memory_max",
+			 strerror(errno));
+		return;
+	}
+	settings.exe[n] = '\0';
+	settings.enabled = true;
+	ruda__compile_worker_set_bounds(timeout_ms, memory_max);
+}
+
+void ruda__compile_worker_set_bounds(uint32_t timeout_ms, uint64_t memory_max)
+{
+	settings.timeout_ms = timeout_ms;
+	settings.memory_max = memory_max;
+}
+
+/* ---- the daemon's side ------------------------------------------------------ */
+
+struct ruda_compile_worker {
+	struct ruda_compile_pool *pool; /* NULL once abandoned */
+	uv_process_t process;
+	uv_poll_t poll; /* the socket: uv_poll, as rudad's clients (no uv_stream) */
+	int fd;
+	uv_timer_t timer;
+	int open_handles;
+	bool ready, exited, killed;
+	struct ruda_compile_job *job; /* in the worker now */
+	uint8_t *out;                 /* the message being written */
+	size_t out_size, out_sent;
+	struct wire_reply reply;
+	size_t got;
+	uint64_t started_ns;
+};
+
+static void worker_handle_closed(uv_handle_t *handle)
+{
+	struct ruda_compile_worker *w = handle->data;
+	if (handle == (uv_handle_t *)&w->poll)
+		close(w->fd);
+	if (--w->open_handles == 0) {
+		free(w->out);
+		free(w);
+	}
+}
+
+static void record_verdict(struct ruda_compile_pool *pool, const uint8_t digest[RUDA_SHA256_SIZE],
+			   ruda_status status, const char *message)
+{
+	uint32_t i = pool->next_verdict;
+	pool->next_verdict = (i + 1) % RUDA_COMPILE_VERDICTS;
+	if (pool->nverdicts < RUDA_COMPILE_VERDICTS)
+		pool->nverdicts++;
+	memcpy(pool->verdicts[i], digest, RUDA_SHA256_SIZE);
+	pool->verdict_status[i] = status;
+	snprintf(pool->verdict_message[i], sizeof(pool->verdict_message[i]), "%s", message);
+}
+
+ruda_status ruda__compile_pool_verdict(const struct ruda_compile_pool *pool,
+				       const uint8_t digest[RUDA_SHA256_SIZE], char *message,
+				       size_t len)
+{
+	for (uint32_t i = 0; i < pool->nverdicts; i++)
+		if (memcmp(pool->verdicts[i], digest, RUDA_SHA256_SIZE) == 0) {
+			snprintf(message, len, "%s (refused earlier; not compiled again)",
+				 pool->verdict_message[i]);
+			return pool->verdict_status[i];
+		}
+	return RUDA_OK;
+}
+
+void ruda__compile_request_digest(const struct ruda_compile_request *req,
+				  uint8_t out[RUDA_SHA256_SIZE])
+{
+	struct ruda_sha256 h;
+	uint32_t fields[3] = {req->binding_count, req->push_constant_size, req->nspec};
+	ruda__sha256_init(&h);
+	ruda__sha256_update(&h, fields, sizeof(fields));
+	ruda__sha256_update(&h, req->entry_point, strlen(req->entry_point) + 1);
+	for (uint32_t i = 0; i < req->nspec; i++) {
+		uint32_t id_size[2] = {req->spec[i].id, req->spec[i].size};
+		ruda__sha256_update(&h, id_size, sizeof(id_size));
+		ruda__sha256_update(&h, &req->spec[i].value, req->spec[i].size);
+	}
+	ruda__sha256_update(&h, req->spirv, req->spirv_size);
+	ruda__sha256_final(&h, out);
+}
+
+static void pump(struct ruda_compile_pool *pool);
+
+static void finish_job(struct ruda_compile_job *job, enum ruda_compile_result result,
+		       ruda_status status, const char *message)
+{
+	free(job->message);
+	job->message = NULL;
+	job->done(job, result, status, message);
+}
+
+/* The queued jobs compile in-process: the worker cannot start. */
+static void give_up(struct ruda_compile_pool *pool, const char *why)
+{
+	if (!pool->broken)
+		log_error("compile worker for physical device %u: %s; kernels compile in-process, "
+			  "without compile_timeout_ms or compile_memory_max",
+			  pool->physical_index, why);
+	pool->broken = true;
+	while (pool->queue) {
+		struct ruda_compile_job *job = pool->queue;
+		pool->queue = job->next;
+		finish_job(job, RUDA_COMPILE_UNAVAILABLE, RUDA_OK, NULL);
+	}
+}
+
+/* Take `w` away from its pool: its process is killed (if not gone) and
+ * reaped, its handles closed, then it frees itself. */
+static void abandon(struct ruda_compile_worker *w)
+{
+	struct ruda_compile_pool *pool = w->pool;
+	if (pool && pool->worker == w)
+		pool->worker = NULL;
+	w->pool = NULL;
+	if (!w->exited && !w->killed) {
+		uv_process_kill(&w->process, SIGKILL);
+		w->killed = true;
+	}
+	/* the loop waits for the child's exit (bounded: SIGKILL), so it is
+	 * reaped even at shutdown */
+	if (!w->exited)
+		uv_ref((uv_handle_t *)&w->process);
+	uv_close((uv_handle_t *)&w->poll, worker_handle_closed);
+	uv_close((uv_handle_t *)&w->timer, worker_handle_closed);
+	if (w->exited)
+		uv_close((uv_handle_t *)&w->process, worker_handle_closed);
+}
+
+/* The job in the worker went past a bound, or the worker died with it. */
+static void refuse_job(struct ruda_compile_worker *w, const char *message)
+{
+	struct ruda_compile_pool *pool = w->pool;
+	struct ruda_compile_job *job = w->job;
+	w->job = NULL;
+	log_warn("compile worker for physical device %u: %s; the kernel is refused",
+		 pool->physical_index, message);
+	record_verdict(pool, job->digest, RUDA_ERROR_INVALID_KERNEL, message);
+	pool->killed++;
+	abandon(w);
+	finish_job(job, RUDA_COMPILE_REFUSED, RUDA_ERROR_INVALID_KERNEL, message);
+	pump(pool);
+}
+
+static uint64_t process_rss(int pid)
+{
+	char path[64], text[128];
+	snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	unsigned long long size, resident;
+	if (sscanf(text, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void format_size(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes % (1ull << 30) == 0)
+		snprintf(buf, len, "%lluG", (unsigned long long)(bytes >> 30));
+	else if (bytes % (1ull << 20) == 0)
+		snprintf(buf, len, "%lluM", (unsigned long long)(bytes >> 20));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+}
+
+static void on_timer(uv_timer_t *timer)
+{
+	struct ruda_compile_worker *w = timer->data;
+	struct ruda_compile_pool *pool = w->pool;
+	if (!pool)
+		return;
+	uint64_t now = uv_hrtime();
+	if (!w->ready) {
+		if (now - w->started_ns > (uint64_t)STARTUP_MS * 1000000u) {
+			abandon(w);
+			give_up(pool, "it did not open the device within a minute");
+		}
+		return;
+	}
+	struct ruda_compile_job *job = w->job;
+	if (!job) {
+		uv_timer_stop(timer);
+		return;
+	}
+	char message[160];
+	uint64_t rss = settings.memory_max ? process_rss(w->process.pid) : 0;
+	if (settings.timeout_ms && now - job->start_ns > (uint64_t)settings.timeout_ms * 1000000u) {
+		snprintf(message, sizeof(message),
+			 "compiling the kernel took longer than compile_timeout_ms (%u ms)",
+			 settings.timeout_ms);
+		refuse_job(w, message);
+	} else if (settings.memory_max && rss > settings.memory_max) {
+		char cap[32];
+		format_size(cap, sizeof(cap), settings.memory_max);
+		snprintf(message, sizeof(message),
+			 "compiling the kernel used more than compile_memory_max (%s): %llu MiB",
+			 cap, (unsigned long long)(rss >> 20));
+		refuse_job(w, message);
+	}
+}
+
+static void worker_exited(uv_process_t *process, int64_t status, int signal)
+{
+	struct ruda_compile_worker *w = process->data;
+	w->exited = true;
+	struct ruda_compile_pool *pool = w->pool;
+	if (!pool) { /* abandoned: only the reaping was left */
+		uv_close((uv_handle_t *)process, worker_handle_closed);
+		return;
+	}
+	char message[160];
+	if (signal)
+		snprintf(message, sizeof(message), "the compiler died (signal %d: %s)", signal,
+			 strsignal(signal));
+	else
+		snprintf(message, sizeof(message), "the compiler exited (status %lld)",
+			 (long long)status);
+	if (w->job) {
+		refuse_job(w, message); /* abandons w */
+	} else {
+		bool started = w->ready;
+		abandon(w);
+		if (!started)
+			give_up(pool, message);
+		else
+			pump(pool);
+	}
+}
+
+static void got_reply(struct ruda_compile_worker *w)
+{
+	struct ruda_compile_pool *pool = w->pool;
+	if (w->reply.magic == MAGIC_READY && !w->ready) {
+		w->ready = true;
+		log_info("compile worker for physical device %u: pid %d ready",
+			 pool->physical_index, w->process.pid);
+		pump(pool);
+		return;
+	}
+	struct ruda_compile_job *job = w->job;
+	if (w->reply.magic != MAGIC_REPLY || !job) {
+		w->job = NULL;
+		abandon(w);
+		if (job)
+			finish_job(job, RUDA_COMPILE_UNAVAILABLE, RUDA_OK, NULL);
+		log_error("compile worker for physical device %u: a garbled answer; restarting it",
+			  pool->physical_index);
+		pump(pool);
+		return;
+	}
+	w->job = NULL;
+	if (w->reply.result != VK_SUCCESS)
+		log_debug("compile worker: the driver refused a kernel (VkResult %d)",
+			  w->reply.result);
+	finish_job(job, RUDA_COMPILE_PASSED, RUDA_OK, NULL);
+	pump(pool);
+}
+
+static void on_poll(uv_poll_t *poll, int status, int events)
+{
+	struct ruda_compile_worker *w = poll->data;
+	if (status < 0 || !w->pool) { /* its exit says what happened */
+		uv_poll_stop(poll);
+		return;
+	}
+	if ((events & UV_WRITABLE) && w->out) {
+		ssize_t n = send(w->fd, w->out + w->out_sent, w->out_size - w->out_sent,
+				 MSG_NOSIGNAL);
+		if (n > 0)
+			w->out_sent += (size_t)n;
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			uv_poll_stop(poll); /* it died: its exit follows */
+			return;
+		}
+		if (w->out_sent == w->out_size) {
+			free(w->out);
+			w->out = NULL;
+			uv_poll_start(poll, UV_READABLE, on_poll);
+		}
+	}
+	if (!(events & UV_READABLE))
+		return;
+	/* no more than one reply: the worker answers one request at a time */
+	ssize_t n = recv(w->fd, (uint8_t *)&w->reply + w->got, sizeof(w->reply) - w->got, 0);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		uv_poll_stop(poll);
+		return;
+	}
+	if (n < 0)
+		return;
+	w->got += (size_t)n;
+	if (w->got == sizeof(w->reply)) {
+		w->got = 0;
+		got_reply(w);
+	}
+}
+
+/* The environment, less what would make the worker count as rudad. */
+static char **worker_environment(void)
+{
+	extern char **environ;
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		/* tests/vkcount counts the Vulkan objects of rudad's process */
+		if (strncmp(environ[i], "RUDA_VK_COUNT_FILE=", 19) != 0)
+			env[k++] = environ[i];
+	return env;
+}
+
+static int spawn(struct ruda_compile_pool *pool)
+{
+	struct ruda_compile_worker *w = calloc(1, sizeof(*w));
+	char **env = worker_environment();
+	int sv[2] = {-1, -1};
+	if (!w || !env || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
+		int err = -errno;
+		free(w);
+		free(env);
+		return err ? err : -ENOMEM;
+	}
+	char physical[16], uuid[2 * VK_UUID_SIZE + 1];
+	snprintf(physical, sizeof(physical), "%u", pool->physical_index);
+	for (unsigned i = 0; i < VK_UUID_SIZE; i++)
+		snprintf(uuid + 2 * i, 3, "%02x", pool->device_uuid[i]);
+	char *args[] = {(char *)"rudad", (char *)RUDA_COMPILE_WORKER_ARG, physical, uuid, NULL};
+	uv_stdio_container_t stdio[4] = {
+		/* rudad's own: UV_IGNORE would keep a /dev/null open in rudad */
+		{.flags = UV_INHERIT_FD, .data.fd = STDIN_FILENO},
+		{.flags = UV_INHERIT_FD, .data.fd = STDOUT_FILENO},
+		{.flags = UV_INHERIT_FD, .data.fd = STDERR_FILENO}, /* its log lines */
+		{.flags = UV_INHERIT_FD, .data.fd = sv[1]},
+	};
+	uv_process_options_t options = {
+		.exit_cb = worker_exited,
+		.file = settings.exe,
+		.args = args,
+		.env = env,
+		.stdio_count = 4,
+		.stdio = stdio,
+	};
+	w->process.data = w;
+	int err = uv_spawn(pool->loop, &w->process, &options);
+	free(env);
+	close(sv[1]);
+	if (err < 0) {
+		close(sv[0]);
+		/* a process handle that failed to spawn must still be closed */
+		w->open_handles = 1;
+		uv_close((uv_handle_t *)&w->process, worker_handle_closed);
+		return err;
+	}
+	w->open_handles = 3;
+	w->pool = pool;
+	w->started_ns = uv_hrtime();
+	w->fd = sv[0];
+	uv_timer_init(pool->loop, &w->timer);
+	w->timer.data = w;
+	uv_unref((uv_handle_t *)&w->process);
+	pool->worker = w;
+	if (uv_poll_init(pool->loop, &w->poll, w->fd) < 0) {
+		/* nothing polls: the process and timer go, the socket here */
+		close(w->fd);
+		w->open_handles = 2;
+		w->pool = NULL;
+		pool->worker = NULL;
+		uv_process_kill(&w->process, SIGKILL);
+		w->killed = true;
+		uv_ref((uv_handle_t *)&w->process);
+		uv_close((uv_handle_t *)&w->timer, worker_handle_closed);
+		return -EIO;
+	}
+	w->poll.data = w;
+	uv_unref((uv_handle_t *)&w->poll);
+	uv_poll_start(&w->poll, UV_READABLE, on_poll);
+	return 0;
+}
+
+static void spawn_failed(struct ruda_compile_pool *pool, int err)
+{
+	char why[sizeof(settings.exe) + 64];
+	snprintf(why, sizeof(why), "cannot start %s: %s", settings.exe, uv_strerror(err));
+	give_up(pool, why);
+}
+
+/* The next job: the oldest whose owner was not served last, so that one
+ * client's kernels take turns with everyone else's. */
+static struct ruda_compile_job *take_next(struct ruda_compile_pool *pool)
+{
+	struct ruda_compile_job **link = &pool->queue;
+	for (struct ruda_compile_job **l = &pool->queue; *l; l = &(*l)->next)
+		if ((*l)->owner != pool->last_owner) {
+			link = l;
+			break;
+		}
+	struct ruda_compile_job *job = *link;
+	*link = job->next;
+	job->next = NULL;
+	pool->last_owner = job->owner;
+	return job;
+}
+
+static void pump(struct ruda_compile_pool *pool)
+{
+	if (!pool->queue || pool->broken)
+		return;
+	if (!pool->worker) {
+		int err = spawn(pool);
+		if (err < 0) {
+			spawn_failed(pool, err);
+			return;
+		}
+	}
+	struct ruda_compile_worker *w = pool->worker;
+	/* the timer keeps the loop running while jobs wait: a stop waits for
+	 * them, at most compile_timeout_ms each */
+	if (!uv_is_active((uv_handle_t *)&w->timer))
+		uv_timer_start(&w->timer, on_timer, SAMPLE_MS, SAMPLE_MS);
+	if (!w->ready || w->job || w->out)
+		return;
+	struct ruda_compile_job *job = take_next(pool);
+	w->job = job;
+	w->out = job->message; /* the worker's until written */
+	job->message = NULL;
+	job->start_ns = uv_hrtime();
+	w->out_size = job->message_size;
+	w->out_sent = 0;
+	uv_poll_start(&w->poll, UV_READABLE | UV_WRITABLE, on_poll);
+}
+
+void ruda__compile_pool_init(struct ruda_compile_pool *pool, uv_loop_t *loop,
+			     uint32_t physical_index, const uint8_t device_uuid[VK_UUID_SIZE])
+{
+	memset(pool, 0, sizeof(*pool));
+	pool->loop = loop;
+	pool->physical_index = physical_index;
+	memcpy(pool->device_uuid, device_uuid, VK_UUID_SIZE);
+}
+
+void ruda__compile_pool_finish(struct ruda_compile_pool *pool)
+{
+	if (pool->worker) {
+		struct ruda_compile_job *job = pool->worker->job;
+		pool->worker->job = NULL;
+		abandon(pool->worker);
+		if (job)
+			finish_job(job, RUDA_COMPILE_UNAVAILABLE, RUDA_OK, NULL);
+	}
+	while (pool->queue) {
+		struct ruda_compile_job *job = pool->queue;
+		pool->queue = job->next;
+		finish_job(job, RUDA_COMPILE_UNAVAILABLE, RUDA_OK, NULL);
+	}
+	pool->broken = true;
+}
+
+int ruda__compile_pool_submit(struct ruda_compile_pool *pool, struct ruda_compile_job *job,
+			      const struct ruda_compile_request *req, ruda_compile_done_fn *done,
+			      void *data)
+{
+	if (!settings.enabled || pool->broken || !pool->loop)
+		return -ENODEV;
+	size_t entry_size = strlen(req->entry_point) + 1;
+	size_t size = sizeof(struct wire_request) + req->spirv_size + entry_size +
+		      req->nspec * sizeof(*req->spec);
+	uint8_t *m = malloc(size);
+	if (!m)
+		return -ENOMEM;
+	struct wire_request h = {
+		.magic = MAGIC_REQUEST,
+		.spirv_size = (uint32_t)req->spirv_size,
+		.entry_size = (uint32_t)entry_size,
+		.binding_count = req->binding_count,
+		.push_constant_size = req->push_constant_size,
+		.nspec = req->nspec,
+	};
+	uint8_t *p = m;
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	memcpy(p, req->spirv, req->spirv_size);
+	p += req->spirv_size;
+	memcpy(p, req->entry_point, entry_size);
+	p += entry_size;
+	if (req->nspec)
+		memcpy(p, req->spec, req->nspec * sizeof(*req->spec));
+	job->next = NULL;
+	job->owner = req->owner;
+	job->done = done;
+	job->data = data;
+	job->message = m;
+	job->message_size = size;
+	struct ruda_compile_job **tail = &pool->queue;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = job;
+	if (!pool->worker) {
+		int err = spawn(pool);
+		if (err < 0) {
+			*tail = NULL;
+			free(m);
+			job->message = NULL;
+			spawn_failed(pool, err);
+			return -ENODEV;
+		}
+	}
+	pump(pool);
+	return 0;
+}
+
+/* ---- the worker's side ------------------------------------------------------- */
+
+struct worker_device {
+	VkDevice vk;
+	VkQueue queue;
+	VkFence fence;
+};
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static bool has_extension(VkPhysicalDevice physical, const char *name)
+{
+	uint32_t n = 0;
+	vkEnumerateDeviceExtensionProperties(physical, NULL, &n, NULL);
+	VkExtensionProperties *exts = calloc(n ? n : 1, sizeof(*exts));
+	if (!exts)
+		return false;
+	vkEnumerateDeviceExtensionProperties(physical, NULL, &n, exts);
+	bool found = false;
+	for (uint32_t i = 0; i < n && !found; i++)
+		found = strcmp(exts[i].extensionName, name) == 0;
+	free(exts);
+	return found;
+}
+
+/* The device as ruda__device_create opens it, as far as compiling goes:
+ * the same features (they change the code the driver makes) and push
+ * descriptors (the layouts use them). */
+static int open_device(VkPhysicalDevice physical, struct worker_device *out)
+{
+	VkPhysicalDeviceVulkan12Features f12 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+	};
+	VkPhysicalDeviceVulkan11Features f11 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+		.pNext = &f12,
+	};
+	VkPhysicalDeviceFeatures2 feats = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = &f11,
+	};
+	vkGetPhysicalDeviceFeatures2(physical, &feats);
+	VkPhysicalDeviceVulkan12Features enable12 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+		.timelineSemaphore = f12.timelineSemaphore,
+		.storageBuffer8BitAccess = f12.storageBuffer8BitAccess,
+		.uniformAndStorageBuffer8BitAccess = f12.uniformAndStorageBuffer8BitAccess,
+		.storagePushConstant8 = f12.storagePushConstant8,
+		.shaderBufferInt64Atomics = f12.shaderBufferInt64Atomics,
+		.shaderFloat16 = f12.shaderFloat16,
+		.shaderInt8 = f12.shaderInt8,
+	};
+	VkPhysicalDeviceVulkan11Features enable11 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+		.pNext = &enable12,
+		.storageBuffer16BitAccess = f11.storageBuffer16BitAccess,
+		.uniformAndStorageBuffer16BitAccess = f11.uniformAndStorageBuffer16BitAccess,
+		.storagePushConstant16 = f11.storagePushConstant16,
+	};
+	VkPhysicalDeviceFeatures2 enable = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = &enable11,
+		.features = {
+			.robustBufferAccess = feats.features.robustBufferAccess,
+			.shaderInt64 = feats.features.shaderInt64,
+			.shaderFloat64 = feats.features.shaderFloat64,
+			.shaderInt16 = feats.features.shaderInt16,
+		},
+	};
+	uint32_t nfamilies = 0;
+	vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfamilies, NULL);
+	VkQueueFamilyProperties families[32];
+	if (nfamilies > 32)
+		nfamilies = 32;
+	vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfamilies, families);
+	uint32_t family = UINT32_MAX;
+	for (uint32_t i = 0; i < nfamilies && family == UINT32_MAX; i++)
+		if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+			family = i;
+	if (family == UINT32_MAX)
+		return -1;
+	float priority = 1.0f;
+	VkDeviceQueueCreateInfo queue = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+		.queueFamilyIndex = family,
+		.queueCount = 1,
+		.pQueuePriorities = &priority,
+	};
+	const char *ext = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+	if (!has_extension(physical, ext))
+		return -1;
+	VkDeviceCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+		.pNext = &enable,
+		.queueCreateInfoCount = 1,
+		.pQueueCreateInfos = &queue,
+		.enabledExtensionCount = 1,
+		.ppEnabledExtensionNames = &ext,
+	};
+	if (vkCreateDevice(physical, &info, NULL, &out->vk) != VK_SUCCESS)
+		return -1;
+	vkGetDeviceQueue(out->vk, family, 0, &out->queue);
+	VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	if (vkCreateFence(out->vk, &fence, NULL, &out->fence) != VK_SUCCESS)
+		return -1;
+	return 0;
+}
+
+/* One request, compiled as daemon/pipeline.c compiles it; what was made
+ * is destroyed at once. */
+static VkResult compile_one(struct worker_device *d, const struct wire_request *h,
+			    const uint8_t *body)
+{
+	const uint32_t *spirv = (const uint32_t *)body;
+	const char *entry = (const char *)body + h->spirv_size;
+	ruda_spec_constant spec[64];
+	memcpy(spec, body + h->spirv_size + h->entry_size, h->nspec * sizeof(*spec));
+	VkShaderModuleCreateInfo module_info = {
+		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+		.codeSize = h->spirv_size,
+		.pCode = spirv,
+	};
+	VkDescriptorSetLayoutBinding bindings[64];
+	for (uint32_t i = 0; i < h->binding_count; i++)
+		bindings[i] = (VkDescriptorSetLayoutBinding){
+			.binding = i,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.descriptorCount = 1,
+			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+		};
+	VkDescriptorSetLayoutCreateInfo set_info = {
+		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+		.bindingCount = h->binding_count,
+		.pBindings = bindings,
+	};
+	VkPushConstantRange push = {
+		.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+		.size = h->push_constant_size,
+	};
+	VkShaderModule module = VK_NULL_HANDLE;
+	VkDescriptorSetLayout set = VK_NULL_HANDLE;
+	VkPipelineLayout layout = VK_NULL_HANDLE;
+	VkPipeline pipeline = VK_NULL_HANDLE;
+	VkResult r = vkCreateShaderModule(d->vk, &module_info, NULL, &module);
+	if (r == VK_SUCCESS)
+		r = vkCreateDescriptorSetLayout(d->vk, &set_info, NULL, &set);
+	if (r == VK_SUCCESS) {
+		VkPipelineLayoutCreateInfo layout_info = {
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+			.setLayoutCount = 1,
+			.pSetLayouts = &set,
+			.pushConstantRangeCount = h->push_constant_size ? 1 : 0,
+			.pPushConstantRanges = &push,
+		};
+		r = vkCreatePipelineLayout(d->vk, &layout_info, NULL, &layout);
+	}
+	VkSpecializationMapEntry entries[64];
+	uint8_t spec_data[64 * 8];
+	uint32_t used = 0;
+	for (uint32_t i = 0; i < h->nspec; i++) {
+		entries[i] = (VkSpecializationMapEntry){
+			.constantID = spec[i].id, .offset = used, .size = spec[i].size};
+		memcpy(spec_data + used, &spec[i].value, spec[i].size);
+		used += spec[i].size;
+	}
+	VkSpecializationInfo spec_info = {
+		.mapEntryCount = h->nspec,
+		.pMapEntries = entries,
+		.dataSize = used,
+		.pData = spec_data,
+	};
+	if (r == VK_SUCCESS) {
+		VkComputePipelineCreateInfo info = {
+			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+			.stage = {
+				.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
+				.module = module,
+				.pName = entry,
+				.pSpecializationInfo = h->nspec ? &spec_info : NULL,
+			},
+			.layout = layout,
+		};
+		r = vkCreateComputePipelines(d->vk, VK_NULL_HANDLE, 1, &info, NULL, &pipeline);
+	}
+	if (pipeline)
+		vkDestroyPipeline(d->vk, pipeline, NULL);
+	if (layout)
+		vkDestroyPipelineLayout(d->vk, layout, NULL);
+	if (set)
+		vkDestroyDescriptorSetLayout(d->vk, set, NULL);
+	if (module)
+		vkDestroyShaderModule(d->vk, module, NULL);
+	/* lavapipe frees destroyed pipelines at the next submission: without
+	 * one, every kernel compiled would stay in the worker's memory */
+	if (vkQueueSubmit(d->queue, 0, NULL, d->fence) == VK_SUCCESS) {
+		vkWaitForFences(d->vk, 1, &d->fence, VK_TRUE, UINT64_MAX);
+		vkResetFences(d->vk, 1, &d->fence);
+	}
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+	return r;
+}
+
+static int parse_uuid(const char *text, uint8_t out[VK_UUID_SIZE])
+{
+	if (strlen(text) != 2 * VK_UUID_SIZE)
+		return -1;
+	for (unsigned i = 0; i < VK_UUID_SIZE; i++) {
+		unsigned v;
+		if (sscanf(text + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static bool uuid_matches(VkPhysicalDevice physical, const uint8_t uuid[VK_UUID_SIZE])
+{
+	VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+	VkPhysicalDeviceProperties2 props = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+		.pNext = &id,
+	};
+	vkGetPhysicalDeviceProperties2(physical, &props);
+	return memcmp(id.deviceUUID, uuid, VK_UUID_SIZE) == 0;
+}
+
+int ruda__compile_worker_main(int argc, char **argv)
+{
+	ruda__log_init(RUDA_LOG_WARNING);
+	/* it dies with rudad, and holds none of rudad's descriptors */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		return 1;
+	close_range(WORKER_FD + 1, ~0u, 0);
+	/* a compiler killed at its cap leaves no core of gigabytes */
+	struct rlimit no_core = {0, 0};
+	setrlimit(RLIMIT_CORE, &no_core);
+	uint8_t uuid[VK_UUID_SIZE];
+	if (argc != 4 || parse_uuid(argv[3], uuid) < 0) {
+		log_error("compile worker: usage: rudad " RUDA_COMPILE_WORKER_ARG " PHYSICAL UUID");
+		return 2;
+	}
+	if (fcntl(WORKER_FD, F_GETFD) < 0) {
+		log_error("compile worker: no socket on fd %d", WORKER_FD);
+		return 2;
+	}
+	struct ruda_vulkan vk;
+	if (ruda__vulkan_init(&vk) < 0)
+		return 1;
+	/* the daemon's number first; the UUID decides */
+	uint32_t hint = (uint32_t)strtoul(argv[2], NULL, 10);
+	VkPhysicalDevice physical = VK_NULL_HANDLE;
+	if (hint < vk.nphysical && uuid_matches(vk.physical[hint], uuid))
+		physical = vk.physical[hint];
+	for (uint32_t i = 0; i < vk.nphysical && !physical; i++)
+		if (uuid_matches(vk.physical[i], uuid))
+			physical = vk.physical[i];
+	struct worker_device d = {0};
+	if (!physical || open_device(physical, &d) < 0) {
+		log_error("compile worker: cannot open the device (physical %s)", argv[2]);
+		_exit(1);
+	}
+	struct wire_reply ready = {.magic = MAGIC_READY};
+	if (write_all(WORKER_FD, &ready, sizeof(ready)) < 0)
+		_exit(1);
+	uint8_t *body = NULL;
+	for (;;) {
+		struct wire_request h;
+		if (read_all(WORKER_FD, &h, sizeof(h)) < 0)
+			break; /* rudad closed it: done */
+		if (h.magic != MAGIC_REQUEST || h.spirv_size % 4 || h.entry_size == 0 ||
+		    h.spirv_size > (64u << 20) || h.entry_size > 4096 || h.nspec > 64 ||
+		    h.binding_count > 64)
+			_exit(3);
+		size_t size = (size_t)h.spirv_size + h.entry_size + h.nspec * sizeof(ruda_spec_constant);
+		free(body);
+		body = malloc(size);
+		if (!body || read_all(WORKER_FD, body, size) < 0)
+			_exit(3);
+		if (body[h.spirv_size + h.entry_size - 1] != '\0')
+			_exit(3);
+		struct wire_reply reply = {.magic = MAGIC_REPLY, .result = compile_one(&d, &h, body)};
+		free(body);
+		body = NULL;
+		if (write_all(WORKER_FD, &reply, sizeof(reply)) < 0)
+			break;
+	}
+	/* the kernel frees everything; the driver's teardown is not needed */
+	_exit(0);
+}
