@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "memory.h"
 #include "ref.h"

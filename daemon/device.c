@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "buffer.h"
 #include "deferred_free.h"

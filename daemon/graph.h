@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "ref.h"
 #include "stream.h"

@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 struct ruda_device;
 struct ruda_memory_page;
