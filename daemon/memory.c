@@ -377,13 +377,6 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 	return range_add(p, offset, size) ? 0 : -1;
 }
 
-ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
-			       struct ruda_allocation *out)
-{
-	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, VK_NULL_HANDLE,
-				       out);
-}
-
 /* A kept dedicated page of exactly `size` bytes, taken back into use. */
 static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
 {
