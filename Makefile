@@ -77,6 +77,9 @@ TEST_SPIRV := $(patsubst tests/shaders/%.comp,$(BUILD)/tests/shaders/%.spv,$(wil
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/helper_*.c))
+# both kinds build to $(BUILD)/tests/<name>: one name would shadow the other
+$(if $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)),$(error tests/unit and tests/integration \
+	both have $(notdir $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)))))
 
 .PHONY: all run check check-python deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:

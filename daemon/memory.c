@@ -337,10 +337,16 @@ static int page_take(struct ruda_memory_page *p, uint64_t size, uint64_t align, 
 			continue;
 		uint64_t end = start + size, range_end = r->offset + r->size;
 		if (start > r->offset && end < range_end) {
-			/* split: keep the head here, the tail a range of its own */
-			if (!range_add(p, end, range_end - end))
+			/* split: keep the head here, the tail a range of its own.
+			 * Shrink first: the tail takes over r's end key (added
+			 * before, it was refused as a duplicate and the tail never
+			 * merged with a buffer freed after it). */
+			uint64_t head = r->offset;
+			range_set(p, r, head, start - head);
+			if (!range_add(p, end, range_end - end)) {
+				range_set(p, r, head, range_end - head);
 				return -1;
-			range_set(p, r, r->offset, start - r->offset);
+			}
 		} else if (start > r->offset) {
 			range_set(p, r, r->offset, start - r->offset);
 		} else if (end < range_end) {
