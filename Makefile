@@ -40,7 +40,7 @@ CFLAGS ?= -O2 -g
 SAN ?=
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -fPIC -pthread -DRUDA_VERSION='"$(VERSION)"' \
 	-DRUDA_CONFIG_PATH='"$(SYSCONFDIR)/ruda/rudad.conf"' \
-	-Ilibclient/include -I$(BUILD)/gen $(SAN)
+	-Iproto/include -I$(BUILD)/gen $(SAN)
 LDFLAGS_ALL := -pthread $(SAN)
 
 comma := ,
@@ -52,7 +52,7 @@ DEP_CFLAGS = $(call pc,--cflags,libuv libprotobuf-c vulkan check libsystemd)
 
 PROTOS := $(wildcard proto/*.proto)
 GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.h) \
-	$(BUILD)/gen/status_check.c
+	$(BUILD)/gen/ruda/status.h $(BUILD)/gen/status_table.c
 
 DAEMON_SRC := $(wildcard daemon/*/*.c)
 PROTO_SRC := proto/frame.c proto/sha256.c proto/socket_path.c
@@ -63,8 +63,10 @@ RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
 # daemon sources name each other by layer: "device/device.h"
 $(DAEMON_OBJ): BASE_CFLAGS += -Idaemon
-PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
-CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/status_check.o
+# status_table: ruda_strerror, in libruda, rudactl and rudad alike
+PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o) \
+	$(BUILD)/obj/gen/status_table.o
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 
 SHADERS := $(filter-out shaders/reduce.comp,$(wildcard shaders/*.comp))
 # reduce.comp is built once per operation and element type
@@ -77,6 +79,9 @@ TEST_SPIRV := $(patsubst tests/shaders/%.comp,$(BUILD)/tests/shaders/%.spv,$(wil
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/helper_*.c))
+# both kinds build to $(BUILD)/tests/<name>: one name would shadow the other
+$(if $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)),$(error tests/unit and tests/integration \
+	both have $(notdir $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)))))
 
 .PHONY: all run check check-python deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:
@@ -93,15 +98,21 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	$(say) PROTOC $@
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
 
-# ruda_status in <ruda/ruda.h> must match ruda.Status in the proto: one
-# static assertion per wire value.
-$(BUILD)/gen/status_check.c: proto/ruda.proto
-	@mkdir -p $(BUILD)/gen
+# The status codes have one definition, enum Status of the proto: from it
+# come ruda_status of <ruda/status.h> (installed beside <ruda/ruda.h>, which
+# includes it) and ruda_strerror's table. rudad includes <ruda/status.h>,
+# never <ruda/ruda.h>.
+$(BUILD)/gen/ruda/status.h: proto/ruda.proto proto/gen_status.awk
+	@mkdir -p $(dir $@)
 	$(say) GEN $@
-	$(Q){ echo '#include <ruda/ruda.h>'; echo '#include "ruda.pb-c.h"'; \
-	  sed -n '/^enum Status {/,/^}/p' $< | \
-	  sed -n 's/^ *\([A-Z_]*\) = [0-9]*;.*/_Static_assert((int)RUDA_\1 == (int)RUDA__STATUS__\1, "ruda_status \1 differs from the wire");/p'; \
-	} > $@
+	$(Q)awk -v what=header -f proto/gen_status.awk $< > $@
+
+$(BUILD)/gen/status_table.c: proto/ruda.proto proto/gen_status.awk
+	@mkdir -p $(dir $@)
+	$(say) GEN $@
+	$(Q)awk -v what=table -f proto/gen_status.awk $< > $@
+
+$(BUILD)/obj/gen/status_table.o: BASE_CFLAGS += -Iproto
 
 # rudad's own kernel (dynamic counts), compiled into it as C words
 $(BUILD)/gen/indirect_clamp.spv.inc: daemon/exec/indirect_clamp.comp
@@ -113,10 +124,15 @@ $(BUILD)/obj/daemon/exec/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
 
 # ---- objects ------------------------------------------------------------
 
+# <ruda/ruda.h> is libruda's: rudad's objects are compiled without it (they
+# include <ruda/status.h> and <ruda/common.h>, the definitions both share)
+CLIENT_INC := -Ilibclient/include
+$(BUILD)/obj/daemon/%.o: CLIENT_INC :=
+
 $(BUILD)/obj/%.o: %.c $(GEN)
 	@mkdir -p $(dir $@)
 	$(say) CC $@
-	$(Q)$(CC) $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(CLIENT_INC) $(DEP_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN)
 	@mkdir -p $(dir $@)
@@ -136,13 +152,13 @@ $(BUILD)/obj/libclient/tensor.o: $(BUILD)/gen/gather_spv.h
 
 # ---- programs and libraries --------------------------------------------
 
-$(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
+$(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # rudactl speaks the protocol itself: it needs the framing and the
 # generated code, not libruda.
-$(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
+$(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 
@@ -184,30 +200,33 @@ $(BUILD)/tests/shaders/%.spv: tests/shaders/%.comp
 	$(say) GLSLC $@
 	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -o $@ $<
 
-# pkg-config's description of libruda: prefix, libdir, includedir, extra Libs
+# pkg-config's description of libruda: prefix, libdir, includedir, extra
+# Libs, extra Cflags
 ruda_pc = printf '%s\n' 'prefix=$(1)' 'libdir=$(2)' 'includedir=$(3)' '' \
 	'Name: ruda' 'Description: Client library of rudad, the ruda GPU compute daemon' \
 	'Version: $(VERSION)' \
-	'Requires.private: libprotobuf-c' 'Cflags: -I$${includedir}' \
+	'Requires.private: libprotobuf-c' 'Cflags: -I$${includedir}$(5)' \
 	'Libs: -L$${libdir} $(4)-lruda' 'Libs.private: -pthread'
 
 # For programs built against this tree before `make install`:
 # PKG_CONFIG_PATH=build pkg-config --cflags --libs ruda finds it (pkg-config
-# prefers a NAME-uninstalled.pc); the rpath finds build/libruda.so.
-$(BUILD)/ruda-uninstalled.pc: Makefile
+# prefers a NAME-uninstalled.pc); the rpath finds build/libruda.so. The
+# headers <ruda/ruda.h> includes lie in proto/include and (generated) build/gen.
+$(BUILD)/ruda-uninstalled.pc: Makefile | $(BUILD)/gen/ruda/status.h
 	@mkdir -p $(BUILD)
 	$(say) GEN $@
-	$(Q)$(call ruda_pc,$(abspath .),$(abspath $(BUILD)),$(abspath libclient/include),-Wl$(comma)-rpath$(comma)$${libdir} ) > $@
+	$(Q)$(call ruda_pc,$(abspath .),$(abspath $(BUILD)),$(abspath libclient/include),-Wl$(comma)-rpath$(comma)$${libdir} , -I$(abspath proto/include) -I$(abspath $(BUILD)/gen)) > $@
 
-# The README's example, built against the public header only.
-$(BUILD)/example: docs/example.c $(BUILD)/libruda.so
+# The README's example, built against the public headers only.
+$(BUILD)/example: docs/example.c $(BUILD)/libruda.so $(BUILD)/gen/ruda/status.h
 	$(say) LD $@
-	$(Q)$(CC) -std=c11 $(WARN) $(CFLAGS) $(SAN) -Ilibclient/include -o $@ $< \
+	$(Q)$(CC) -std=c11 $(WARN) $(CFLAGS) $(SAN) -Ilibclient/include -Iproto/include -I$(BUILD)/gen \
+		-o $@ $< \
 		-L$(BUILD) -Wl,-rpath,'$$ORIGIN' -lruda
 
 # ---- tests --------------------------------------------------------------
 
-TEST_CFLAGS = $(BASE_CFLAGS) $(DEP_CFLAGS) $(CFLAGS) -Itests -Idaemon -Ilibclient -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"' \
+TEST_CFLAGS = $(BASE_CFLAGS) -Ilibclient/include $(DEP_CFLAGS) $(CFLAGS) -Itests -Idaemon -Ilibclient -DRUDA_BUILD_DIR='"$(abspath $(BUILD))"' \
 	-DRUDA_SOURCE_DIR='"$(abspath .)"' -DRUDA_SAN_FLAGS='"$(SAN)"'
 TEST_COMMON := $(BUILD)/obj/tests/harness.o
 
@@ -324,7 +343,7 @@ $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/b
 $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include \
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include -Iproto/include -I$(BUILD)/gen \
 		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
 bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \
@@ -556,7 +575,8 @@ install: all
 	ln -sf libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
 	ln -sf libruda.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libruda.so
 	$(INSTALL) -m 0644 $(BUILD)/libruda.a $(DESTDIR)$(LIBDIR)/
-	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/
+	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h proto/include/ruda/common.h \
+		$(BUILD)/gen/ruda/status.h $(DESTDIR)$(INCLUDEDIR)/ruda/
 	$(call ruda_pc,$(PREFIX),$(LIBDIR),$(INCLUDEDIR)) > $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc
 	$(INSTALL) -m 0644 $(SPIRV) $(DESTDIR)$(DATADIR)/ruda/shaders/
 	for u in $(UNITS); do \
@@ -579,7 +599,9 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rudad $(DESTDIR)$(BINDIR)/rudactl \
 		$(DESTDIR)$(LIBDIR)/libruda.so $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION) \
 		$(DESTDIR)$(LIBDIR)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
-		$(DESTDIR)$(INCLUDEDIR)/ruda/ruda.h $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc \
+		$(DESTDIR)$(INCLUDEDIR)/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/status.h \
+		$(DESTDIR)$(INCLUDEDIR)/ruda/common.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/ruda.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/rudad.service $(DESTDIR)$(SYSTEMDUNITDIR)/rudad.socket \
 		$(DESTDIR)$(SYSUSERSDIR)/ruda.conf $(DESTDIR)$(TMPFILESDIR)/ruda.conf
 	rm -rf $(DESTDIR)$(DATADIR)/ruda/shaders $(DESTDIR)$(DOCDIR)

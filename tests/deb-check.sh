@@ -91,6 +91,10 @@ stop_rudad() {
 
 # what a member of the group ruda does with the packages
 use_it() {
+	# <ruda/ruda.h> includes the generated <ruda/status.h> and <ruda/common.h>
+	check "libruda-dev's headers" "dpkg -L libruda-dev | grep -x -e /usr/include/ruda/ruda.h \
+		-e /usr/include/ruda/status.h -e /usr/include/ruda/common.h | sort | tee /tmp/headers.out"
+	[ "$(wc -l < /tmp/headers.out)" -eq 3 ] || { echo "FAIL: libruda-dev lacks a header"; failures=$((failures + 1)); }
 	check "the example, built with pkg-config, against rudad" "runuser -u alice -- sh -c 'cd &&
 		cc -o example /usr/share/doc/libruda-dev/examples/example.c \$(pkg-config --cflags --libs ruda) &&
 		RUDA_SOCKET=$sock ./example /usr/share/ruda/shaders/add_f32.spv' | tee /tmp/example.out"

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 /* Device features that SPIR-V capabilities need (enabled at device
  * creation where the device has them). */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "memory/buffer.h"
 #include "device/deferred_free.h"

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <uv.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 #include "device/device.h"
 

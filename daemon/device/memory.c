@@ -337,10 +337,16 @@ static int page_take(struct ruda_memory_page *p, uint64_t size, uint64_t align, 
 			continue;
 		uint64_t end = start + size, range_end = r->offset + r->size;
 		if (start > r->offset && end < range_end) {
-			/* split: keep the head here, the tail a range of its own */
-			if (!range_add(p, end, range_end - end))
+			/* split: keep the head here, the tail a range of its own.
+			 * Shrink first: the tail takes over r's end key (added
+			 * before, it was refused as a duplicate and the tail never
+			 * merged with a buffer freed after it). */
+			uint64_t head = r->offset;
+			range_set(p, r, head, start - head);
+			if (!range_add(p, end, range_end - end)) {
+				range_set(p, r, head, range_end - head);
 				return -1;
-			range_set(p, r, r->offset, start - r->offset);
+			}
 		} else if (start > r->offset) {
 			range_set(p, r, r->offset, start - r->offset);
 		} else if (end < range_end) {
@@ -375,13 +381,6 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 	}
 	/* out of memory: the range is lost until the page is freed */
 	return range_add(p, offset, size) ? 0 : -1;
-}
-
-ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
-			       struct ruda_allocation *out)
-{
-	return ruda__memory_alloc_mode(m, size, alignment, RUDA_ALLOCATION_AUTO, VK_NULL_HANDLE,
-				       out);
 }
 
 /* A kept dedicated page of exactly `size` bytes, taken back into use. */

@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 struct ruda_device;
 struct ruda_memory_page;
@@ -76,8 +77,9 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
 /* Frees every page; all allocations must be gone. */
 void ruda__memory_finish(struct ruda_memory *m);
 
-/* As ruda__memory_alloc in `mode` (<ruda/ruda.h>; docs/memory.md). In
- * dedicated mode, `export_for` (else VK_NULL_HANDLE) is the buffer the
+/* `size` bytes aligned to `alignment` (and to m->alignment) in `mode`
+ * (<ruda/common.h>; docs/memory.md): RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or
+ * RUDA_ERROR_TOO_LARGE. In dedicated mode, `export_for` (else VK_NULL_HANDLE) is the buffer the
  * memory is for: it is then allocated exportable as an opaque fd and
  * dedicated to that buffer (VkMemoryDedicatedAllocateInfo), exactly `size`
  * bytes (its memory requirements' size), as an importer must repeat it. */
@@ -89,9 +91,6 @@ int ruda__memory_exportable(const struct ruda_allocation *a);
 /* Whether the allocation has a page (VkDeviceMemory) of its own. */
 int ruda__memory_dedicated(const struct ruda_allocation *a);
 
-/* RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. */
-ruda_status ruda__memory_alloc(struct ruda_memory *m, uint64_t size, uint64_t alignment,
-			       struct ruda_allocation *out);
 void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a);
 
 /* Free every empty shared page; returns the bytes given back. */

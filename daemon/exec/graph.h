@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "common/ref.h"
 #include "exec/stream.h"

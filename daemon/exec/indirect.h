@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 struct ruda_buffer;
 struct ruda_device;

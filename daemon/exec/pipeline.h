@@ -14,7 +14,8 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 #include "../../proto/sha256.h"
 #include "common/ref.h"

@@ -11,7 +11,7 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 struct ruda_arena;
 struct ruda_buffer;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "device/memory.h"
 #include "common/ref.h"

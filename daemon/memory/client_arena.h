@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 struct ruda_device;
 struct ruda_arena;

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ruda/ruda.h>
+#include <ruda/common.h>
+#include <ruda/status.h>
 
 #include "memory/buffer.h"
 #include "device/device.h"

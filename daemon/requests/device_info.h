@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "ruda.pb-c.h"
 

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "../../proto/frame.h"
 #include "common/handle_table.h"

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 struct ruda_session;
 struct ruda_arena;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ruda/ruda.h>
+#include <ruda/status.h>
 
 #include "memory/arena.h"
 #include "device/device.h"

@@ -1,5 +1,8 @@
 """ruda's exceptions: one class per ruda_status of <ruda/ruda.h>.
 
+``Status`` mirrors enum Status of proto/ruda.proto, the codes' one
+definition; python/tests/test_status.py checks it against the proto.
+
 Every failed libruda call raises ``Error`` (or the subclass of its status)
 carrying ``status`` (a ``Status``) and ``message``: the daemon's explanation
 from ruda_client_last_error, else the status's ruda_strerror text.

@@ -609,6 +609,8 @@ START_TEST(install_and_build_with_pkg_config)
 		"usr/lib/libruda.so.0",
 		"usr/lib/libruda.so",
 		"usr/include/ruda/ruda.h",
+		"usr/include/ruda/status.h",
+		"usr/include/ruda/common.h",
 		"usr/lib/pkgconfig/ruda.pc",
 		"usr/share/ruda/shaders/add_f32.spv",
 		"usr/lib/systemd/system/rudad.service",

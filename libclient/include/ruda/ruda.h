@@ -22,37 +22,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ruda_status (RUDA_OK, RUDA_ERROR_...) and ruda_strerror: generated from
+ * enum Status of proto/ruda.proto, their one definition. */
+#include <ruda/status.h>
+/* Definitions rudad shares: RUDA_PROTOCOL_VERSION, RUDA_PRIORITY_*,
+ * ruda_elem_type, ruda_allocation_mode, ruda_spec_constant, ruda_reduce_op. */
+#include <ruda/common.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define RUDA_PROTOCOL_VERSION 1u
-
-/* Same names and values as `ruda.Status` in proto/ruda.proto. */
-typedef enum ruda_status {
-	RUDA_OK = 0,
-	RUDA_ERROR_INVALID_ARGUMENT = 1,
-	RUDA_ERROR_INVALID_HANDLE = 2,
-	RUDA_ERROR_OUT_OF_MEMORY = 3,
-	RUDA_ERROR_TOO_LARGE = 4,
-	RUDA_ERROR_QUOTA = 5,
-	RUDA_ERROR_UNSUPPORTED = 6,
-	RUDA_ERROR_PROTOCOL = 7,
-	RUDA_ERROR_INVALID_KERNEL = 8,
-	RUDA_ERROR_DEVICE_LOST = 9,
-	RUDA_ERROR_TIMEOUT = 10,
-	RUDA_ERROR_DISCONNECTED = 11,
-	RUDA_ERROR_OUT_OF_RANGE = 12,
-	RUDA_ERROR_VERSION = 13,
-	RUDA_ERROR_PERMISSION = 14,
-	RUDA_ERROR_BUSY = 15,
-	RUDA_ERROR_INTERNAL = 16,
-	RUDA_ERROR_IO = 17,
-	RUDA_ERROR_LEASE_EXPIRED = 18, /* the exclusive lease ran out before its end */
-} ruda_status;
-
-/* A static string describing `status`; never NULL. */
-const char *ruda_strerror(ruda_status status);
 
 typedef struct ruda_client ruda_client;
 
@@ -92,30 +71,7 @@ typedef struct ruda_device_id {
 	uint32_t index_id;
 } ruda_device_id;
 
-/* Element types (the seed's ElemType), for reductions and feature bits. */
-typedef enum ruda_elem_type {
-	RUDA_ELEM_F32 = 0,
-	RUDA_ELEM_I32 = 1,
-	RUDA_ELEM_U32 = 2,
-	RUDA_ELEM_F16 = 3,
-	RUDA_ELEM_BF16 = 4,
-	RUDA_ELEM_F64 = 5,
-	RUDA_ELEM_I8 = 6,
-	RUDA_ELEM_I16 = 7,
-	RUDA_ELEM_I64 = 8,
-	RUDA_ELEM_U8 = 9,
-	RUDA_ELEM_U16 = 10,
-	RUDA_ELEM_U64 = 11,
-} ruda_elem_type;
-
-/* Bytes of one element of `type`; 0 for an unknown type. */
-#define RUDA_ELEM_SIZE(type)                                                            \
-	((type) == RUDA_ELEM_F64 || (type) == RUDA_ELEM_I64 || (type) == RUDA_ELEM_U64 ? 8u \
-	 : (type) == RUDA_ELEM_F16 || (type) == RUDA_ELEM_BF16 || (type) == RUDA_ELEM_I16 || \
-			 (type) == RUDA_ELEM_U16                                          \
-		 ? 2u                                                                     \
-	 : (type) == RUDA_ELEM_I8 || (type) == RUDA_ELEM_U8 ? 1u                          \
-	 : (unsigned)(type) <= RUDA_ELEM_U64 ? 4u : 0u)
+/* ruda_elem_type (RUDA_ELEM_*, RUDA_ELEM_SIZE) is in <ruda/common.h>. */
 
 /* A cooperative-matrix (tensor core) shape: D (MxN) = A (MxK) * B (KxN) + C. */
 typedef struct ruda_coop_matrix_shape {
@@ -185,8 +141,9 @@ typedef struct ruda_connect_options {
 	/* Non-zero: use the device `device_id` names instead of device_index. */
 	int use_device_id;
 	ruda_device_id device_id;
-	/* Scheduling priority asked for, RUDA_PRIORITY_LOWEST..HIGHEST; 0: the
-	 * daemon's default (RUDA_PRIORITY_NORMAL). The daemon grants at most
+	/* Scheduling priority asked for, RUDA_PRIORITY_LOWEST..HIGHEST (in
+	 * <ruda/common.h>); 0: the daemon's default (RUDA_PRIORITY_NORMAL).
+	 * The daemon grants at most
 	 * what its policy allows this user (ruda_client_priority says what was
 	 * granted); other values fail with RUDA_ERROR_INVALID_ARGUMENT. While a
 	 * client of higher priority has work, rudad holds back the submissions
@@ -207,10 +164,6 @@ typedef struct ruda_connect_options {
 	int arena_fd;
 	uint64_t arena_size;
 } ruda_connect_options;
-
-#define RUDA_PRIORITY_LOWEST 1u
-#define RUDA_PRIORITY_NORMAL 4u
-#define RUDA_PRIORITY_HIGHEST 7u
 
 /* ---- connection (ErasedClient::load) ---------------------------------- */
 
@@ -430,13 +383,7 @@ ruda_status ruda_future_wait(ruda_future *future);
 
 /* ---- allocation modes and exported memory ------------------------------- */
 
-/* How new buffers get their memory (MemoryAllocationMode); docs/memory.md. */
-typedef enum ruda_allocation_mode {
-	RUDA_ALLOCATION_AUTO = 0,       /* pooled: shared pages, large buffers alone */
-	RUDA_ALLOCATION_PERSISTENT = 1, /* long-lived buffers, in shared pages of their own */
-	RUDA_ALLOCATION_DEDICATED = 2,  /* memory of its own per buffer, exportable */
-} ruda_allocation_mode;
-
+/* ruda_allocation_mode (RUDA_ALLOCATION_*) is in <ruda/common.h>. */
 /* Allocate this client's next buffers in `mode` (ErasedClient::allocation_mode).
  * Applies to allocations asked for after it, from every thread. */
 ruda_status ruda_client_allocation_mode(ruda_client *client, ruda_allocation_mode mode);
@@ -533,13 +480,7 @@ ruda_status ruda_client_read_to_staging(ruda_client *client, ruda_handle handle,
 
 /* ---- kernels ---------------------------------------------------------- */
 
-/* A specialization constant: `size` is 4 or 8 bytes of `value`. */
-typedef struct ruda_spec_constant {
-	uint32_t id;
-	uint32_t size;
-	uint64_t value;
-} ruda_spec_constant;
-
+/* ruda_spec_constant is in <ruda/common.h>. */
 typedef struct ruda_kernel_desc {
 	const uint32_t *spirv; /* SPIR-V words */
 	size_t spirv_size;     /* in bytes */
@@ -882,14 +823,7 @@ ruda_status ruda_client_to_client_tensor(ruda_client *client, ruda_handle src,
 					 size_t rank, size_t elem_size, ruda_client *dst,
 					 ruda_elem_type dtype, ruda_handle *out);
 
-/* Reductions of ruda_client_all_reduce (the seed's ReduceOperation). */
-typedef enum ruda_reduce_op {
-	RUDA_REDUCE_SUM = 0,
-	RUDA_REDUCE_PROD = 1,
-	RUDA_REDUCE_MAX = 2,
-	RUDA_REDUCE_MIN = 3,
-	RUDA_REDUCE_MEAN = 4,
-} ruda_reduce_op;
+/* ruda_reduce_op (RUDA_REDUCE_*) is in <ruda/common.h>. */
 
 /* Check that collectives over `devices` can run from this client
  * (ErasedClient::ensure_init_collective): they exist, are distinct and
