@@ -57,8 +57,7 @@ GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BU
 DAEMON_SRC := $(wildcard daemon/*.c)
 PROTO_SRC := proto/frame.c proto/sha256.c proto/socket_path.c
 CLIENT_SRC := $(wildcard libclient/*.c)
-CLIENT_SRC := $(filter-out libclient/rudactl%.c,$(CLIENT_SRC))
-RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))
+RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard rudactl/*.c))
 
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
 PROTO_OBJ := $(PROTO_SRC:%.c=$(BUILD)/obj/%.o) $(PROTOS:proto/%.proto=$(BUILD)/obj/gen/%.pb-c.o)
@@ -79,7 +78,7 @@ TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tes
 .PHONY: all run check check-python deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:
 
-RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
+RUDACTL := $(if $(wildcard rudactl/*.c),$(BUILD)/rudactl)
 
 all: $(BUILD)/rudad $(RUDACTL) $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example \
 	$(BUILD)/ruda-uninstalled.pc
@@ -138,9 +137,10 @@ $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-# rudactl speaks the protocol itself: it needs the framing and the
-# generated code, not libruda.
-$(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ) $(BUILD)/obj/libclient/status.o
+# rudactl speaks the protocol through libruda's internal protocol code
+# (libclient/wire.h: connect, framing, Hello), linked from libruda.a, not
+# through its public API.
+$(BUILD)/rudactl: $(RUDACTL_OBJ) $(BUILD)/libruda.a
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 

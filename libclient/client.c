@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <ruda/ruda.h>
@@ -17,13 +16,13 @@
 #include "../proto/arena_header.h"
 #include "../proto/frame.h"
 #include "../proto/sha256.h"
-#include "../proto/socket_path.h"
 #include "arena_ring.h"
 #include "client_private.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
 #include "sync_fast.h"
 #include "tensor.h"
+#include "wire.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -96,7 +95,7 @@ static ruda_status gone_status(const ruda_client *c)
 	return c->gone ? c->gone : RUDA_ERROR_DISCONNECTED;
 }
 
-static void deliver(ruda_client *c, struct ruda_frame *frame);
+static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply);
 
 /* ---- replies nobody waits for any more --------------------------------- */
 
@@ -148,9 +147,10 @@ static void read_pending_notice(ruda_client *c)
 		return;
 	while (!c->gone && ruda__frame_reader_recv(&c->in, c->fd, MSG_DONTWAIT) > 0) {
 		struct ruda_frame frame;
+		Ruda__Reply *reply;
 		int r = 0;
-		while (!c->gone && (r = ruda__frame_reader_next(&c->in, &frame)) > 0)
-			deliver(c, &frame);
+		while (!c->gone && (r = ruda__wire_next_reply(&c->in, &frame, &reply)) > 0)
+			deliver(c, &frame, reply);
 		if (r < 0)
 			break;
 	}
@@ -191,14 +191,19 @@ static ruda_status reserve_request(ruda_client *c, size_t size, uint8_t **dst)
 	return RUDA_OK;
 }
 
-/* The reserved request is written: queue it, and send what is queued once
- * there is enough of it. Lock held. */
-static ruda_status commit_request(ruda_client *c, size_t size)
+/* Send what is queued once there is enough of it. Lock held. */
+static ruda_status send_batch(ruda_client *c)
 {
-	ruda__frame_writer_commit(&c->out, (uint32_t)size);
 	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
 		return send_queued(c);
 	return RUDA_OK;
+}
+
+/* The reserved request is written: queue it (and maybe send). Lock held. */
+static ruda_status commit_request(ruda_client *c, size_t size)
+{
+	ruda__frame_writer_commit(&c->out, (uint32_t)size);
+	return send_batch(c);
 }
 
 /* Give `req` the next id and queue it. Lock held. */
@@ -208,21 +213,20 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 		return gone_status(c);
 	req->id = c->next_request++;
 	req->stream = c->stream;
-	size_t size = ruda__request__get_packed_size(req);
-	uint8_t *dst;
-	ruda_status st = reserve_request(c, size, &dst);
-	if (st != RUDA_OK)
+	size_t size;
+	ruda_status st = ruda__wire_queue(&c->out, req, &size);
+	if (st != RUDA_OK) {
+		set_error(c, "request of %zu bytes is over the frame limit", size);
 		return st;
-	ruda__request__pack(req, dst);
-	return commit_request(c, size);
+	}
+	return send_batch(c);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
 /* Hand a received frame to the thread waiting for it. Lock held. */
-static void deliver(ruda_client *c, struct ruda_frame *frame)
+static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply)
 {
-	Ruda__Reply *reply = ruda__reply__unpack(NULL, frame->length, frame->payload);
 	struct waiting *w = NULL;
 	if (reply && reply->id == 0 && reply->status != RUDA__STATUS__OK) {
 		/* a notice: rudad closes the connection for this reason (its
@@ -273,7 +277,7 @@ static void read_replies(ruda_client *c)
 {
 	c->reader_active = 1;
 	pthread_mutex_unlock(&c->lock);
-	ssize_t n = ruda__frame_reader_recv(&c->in, c->fd, 0);
+	ssize_t n = ruda__wire_recv(&c->in, c->fd, -1);
 	pthread_mutex_lock(&c->lock);
 	c->reader_active = 0;
 	if (n <= 0) {
@@ -284,14 +288,15 @@ static void read_replies(ruda_client *c)
 				  strerror((int)-n));
 	} else {
 		struct ruda_frame frame;
+		Ruda__Reply *reply;
 		int r;
-		while (!c->broken && (r = ruda__frame_reader_next(&c->in, &frame)) != 0) {
+		while (!c->broken && (r = ruda__wire_next_reply(&c->in, &frame, &reply)) != 0) {
 			if (r < 0) {
 				c->broken = 1;
 				set_error(c, "rudad sent a malformed frame");
 				break;
 			}
-			deliver(c, &frame);
+			deliver(c, &frame, reply);
 		}
 	}
 	pthread_cond_broadcast(&c->cond);
@@ -613,9 +618,10 @@ static ruda_status map_arena(ruda_client *c, int fd, int own, const Ruda__HelloR
 
 static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 {
-	Ruda__Hello h = RUDA__HELLO__INIT;
-	h.protocol_version = RUDA_PROTOCOL_VERSION;
-	h.client_name = (char *)(o && o->client_name ? o->client_name : program_invocation_short_name);
+	Ruda__Hello h;
+	Ruda__Request req;
+	ruda__wire_hello(&req, &h,
+			 o && o->client_name ? o->client_name : program_invocation_short_name);
 	h.device_index = o ? o->device_index : 0;
 	if (o && o->use_device_id) {
 		h.by_device_id = 1;
@@ -626,9 +632,6 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 	int own = o && o->use_arena_fd; /* the client's memfd is the arena */
 	h.client_arena = own;
 	h.client_arena_size = own ? o->arena_size : 0;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.body_case = RUDA__REQUEST__BODY_HELLO;
-	req.hello = &h;
 	Ruda__Reply *reply = NULL;
 	int fd = -1, progress_fd = -1;
 	ruda_status st;
@@ -646,8 +649,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
-	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || (!own && fd < 0) ||
-			      reply->hello->device_index >= reply->hello->n_devices)) {
+	if (st == RUDA_OK && (!ruda__wire_hello_reply(reply) || (!own && fd < 0))) {
 		set_error(c, "rudad's handshake reply is incomplete");
 		st = RUDA_ERROR_PROTOCOL;
 	}
@@ -706,30 +708,13 @@ static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
 	return st;
 }
 
-/* connect(2) failed with `err`: say which socket and what to do. */
-static ruda_status socket_unreachable(const char *path, int err)
-{
-	ruda__socket_connect_error(path, err, connect_error, sizeof(connect_error));
-	return err == EACCES || err == EPERM ? RUDA_ERROR_PERMISSION : RUDA_ERROR_DISCONNECTED;
-}
-
 ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char path[108];
 	connect_error[0] = '\0';
 	if (!out)
 		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT, "ruda_client_connect: out is NULL");
 	*out = NULL;
-	int err = ruda__socket_path(options ? options->socket_path : NULL, addr.sun_path,
-				    sizeof(addr.sun_path));
-	if (err == -ENOENT)
-		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
-				      "no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, "
-				      "for $XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path");
-	if (err < 0)
-		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
-				      "the socket path is too long (at most %zu bytes)",
-				      sizeof(addr.sun_path) - 1);
 	ruda_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -743,17 +728,20 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 		client_free(c);
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	}
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		ruda_status st = socket_unreachable(addr.sun_path, errno);
+	ruda_status st = ruda__wire_connect(
+		options ? options->socket_path : NULL,
+		"no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, for "
+		"$XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path",
+		path, sizeof(path), &c->fd, connect_error, sizeof(connect_error));
+	if (st != RUDA_OK) {
 		client_free(c);
 		return st;
 	}
-	ruda_status st = hello(c, options);
+	st = hello(c, options);
 	if (st != RUDA_OK) {
 		/* rudad's reason: a Hello reply, or the notice it sends before
 		 * closing a connection it refuses (limits, policy) */
-		connect_failed(st, "rudad at %s refused the session: %s", addr.sun_path,
+		connect_failed(st, "rudad at %s refused the session: %s", path,
 			       c->last_error[0] ? c->last_error : ruda_strerror(st));
 		client_free(c);
 		return st;
