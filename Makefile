@@ -9,7 +9,10 @@
 #   make V=1 ...    show every command instead of one line per file
 
 VERSION := 0.1.0
-SOVERSION := 0
+# libruda's ABI: 1 since the growing structs got their struct_size
+# (ruda.h); the file is libruda.so.$(LIBVERSION)
+SOVERSION := 1
+LIBVERSION := $(SOVERSION).0.0
 BUILD ?= build
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -144,15 +147,15 @@ $(BUILD)/rudactl: $(RUDACTL_OBJ) $(BUILD)/libruda.a
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 
-$(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
+$(BUILD)/libruda.so.$(LIBVERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
 	$(say) LD $@
 	$(Q)$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
 		-Wl,--version-script=libclient/libruda.map \
 		$(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
-$(BUILD)/libruda.so: $(BUILD)/libruda.so.$(VERSION)
-	$(Q)ln -sf libruda.so.$(VERSION) $(BUILD)/libruda.so.$(SOVERSION)
-	$(Q)ln -sf libruda.so.$(VERSION) $@
+$(BUILD)/libruda.so: $(BUILD)/libruda.so.$(LIBVERSION)
+	$(Q)ln -sf libruda.so.$(LIBVERSION) $(BUILD)/libruda.so.$(SOVERSION)
+	$(Q)ln -sf libruda.so.$(LIBVERSION) $@
 
 $(BUILD)/libruda.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(Q)rm -f $@
@@ -495,7 +498,7 @@ clean:
 #
 #   make deb [DEB_OUT=$(BUILD)/deb]
 #
-# The packages of debian/ (rudad, ruda-tools, libruda0, libruda-dev,
+# The packages of debian/ (rudad, ruda-tools, libruda1, libruda-dev,
 # python3-ruda) for this machine's Debian: installs the build dependencies
 # (as `deps` does), runs dpkg-buildpackage -b -us -uc (which builds in
 # build-deb/ and leaves $(BUILD) alone), moves what it wrote to .. (the
@@ -550,8 +553,8 @@ install: all
 	$(INSTALL) -m 0755 $(BUILD)/rudad $(DESTDIR)$(SBINDIR)/rudad
 	if [ -x $(BUILD)/rudactl ]; then $(INSTALL) -d $(DESTDIR)$(BINDIR) && \
 		$(INSTALL) -m 0755 $(BUILD)/rudactl $(DESTDIR)$(BINDIR)/rudactl; fi
-	$(INSTALL) -m 0755 $(BUILD)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
-	ln -sf libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
+	$(INSTALL) -m 0755 $(BUILD)/libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
 	ln -sf libruda.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libruda.so
 	$(INSTALL) -m 0644 $(BUILD)/libruda.a $(DESTDIR)$(LIBDIR)/
 	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/
@@ -576,7 +579,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rudad $(DESTDIR)$(BINDIR)/rudactl \
 		$(DESTDIR)$(LIBDIR)/libruda.so $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION) \
-		$(DESTDIR)$(LIBDIR)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
+		$(DESTDIR)$(LIBDIR)/libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
 		$(DESTDIR)$(INCLUDEDIR)/ruda/ruda.h $(DESTDIR)$(PKGCONFIGDIR)/ruda.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/rudad.service $(DESTDIR)$(SYSTEMDUNITDIR)/rudad.socket \
 		$(DESTDIR)$(SYSUSERSDIR)/ruda.conf $(DESTDIR)$(TMPFILESDIR)/ruda.conf

@@ -20,6 +20,7 @@
 #include "client_private.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
+#include "struct_size.h"
 #include "sync_fast.h"
 #include "tensor.h"
 #include "wire.h"
@@ -559,7 +560,8 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 
 static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d)
 {
-	memset(p, 0, sizeof(*p));
+	*p = (ruda_device_properties)RUDA_DEVICE_PROPERTIES_INIT;
+	p->features.struct_size = sizeof(p->features);
 	p->index = d->index;
 	snprintf(p->name, sizeof(p->name), "%s", d->name ? d->name : "");
 	p->vendor_id = d->vendor_id;
@@ -715,6 +717,18 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	if (!out)
 		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT, "ruda_client_connect: out is NULL");
 	*out = NULL;
+	ruda_connect_options o = RUDA_CONNECT_OPTIONS_INIT; /* the defaults */
+	ruda_status st = options ? ruda__struct_in(&o, sizeof(o), RUDA__MIN_CONNECT_OPTIONS,
+						   options, ruda__struct_size(options))
+				 : RUDA_OK;
+	if (st == RUDA_ERROR_UNSUPPORTED)
+		return connect_failed(st, "ruda_client_connect: the options set fields this "
+					  "libruda does not know (a newer ruda.h)");
+	if (st != RUDA_OK)
+		return connect_failed(st, "ruda_client_connect: options.size is %u, not the "
+					  "sizeof(ruda_connect_options) (RUDA_CONNECT_OPTIONS_INIT "
+					  "sets it)",
+				      ruda__struct_size(options));
 	ruda_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -728,8 +742,8 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 		client_free(c);
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	}
-	ruda_status st = ruda__wire_connect(
-		options ? options->socket_path : NULL,
+	st = ruda__wire_connect(
+		o.socket_path,
 		"no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, for "
 		"$XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path",
 		path, sizeof(path), &c->fd, connect_error, sizeof(connect_error));
@@ -737,7 +751,7 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 		client_free(c);
 		return st;
 	}
-	st = hello(c, options);
+	st = hello(c, &o);
 	if (st != RUDA_OK) {
 		/* rudad's reason: a Hello reply, or the notice it sends before
 		 * closing a connection it refuses (limits, policy) */
@@ -799,9 +813,10 @@ uint64_t ruda_client_session_id(const ruda_client *c)
 
 ruda_status ruda_client_properties(const ruda_client *c, ruda_device_properties *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_DEVICE_PROPERTIES) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	*out = c->props; /* set once at connect; never changes */
+	/* set once at connect; never changes */
+	ruda__struct_out(out, ruda__struct_size(out), &c->props, sizeof(c->props));
 	return RUDA_OK;
 }
 
@@ -887,7 +902,7 @@ ruda_status ruda_client_try_empty(ruda_client *c, size_t size, ruda_handle *out)
 
 ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_MEMORY_USAGE) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	Ruda__MemoryUsage m = RUDA__MEMORY_USAGE__INIT;
 	Ruda__Request req = RUDA__REQUEST__INIT;
@@ -897,8 +912,8 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_MEMORY_USAGE)
 		st = RUDA_ERROR_PROTOCOL;
-	if (st == RUDA_OK)
-		*out = (ruda_memory_usage){
+	if (st == RUDA_OK) {
+		ruda_memory_usage u = {
 			.allocations = reply->memory_usage->allocations,
 			.bytes_in_use = reply->memory_usage->bytes_in_use,
 			.bytes_padding = reply->memory_usage->bytes_padding,
@@ -909,6 +924,8 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 			.device_bytes_reserved = reply->memory_usage->device_bytes_reserved,
 			.device_pages = reply->memory_usage->device_pages,
 		};
+		ruda__struct_out(out, ruda__struct_size(out), &u, sizeof(u));
+	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);
 	return st;
@@ -1119,15 +1136,22 @@ static ruda_status register_kernel(ruda_client *c, const ruda_kernel_desc *d,
 	return st;
 }
 
-ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *d,
+ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *given,
 					ruda_kernel *out)
 {
-	if (!c || !d || !out || !d->spirv || !d->entry_point)
+	ruda_kernel_desc desc = {0}, *d = &desc;
+	if (!c || !given || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_status st = ruda__struct_in(&desc, sizeof(desc), RUDA__MIN_KERNEL_DESC, given,
+					 ruda__struct_size(given));
+	if (st != RUDA_OK)
+		return st;
+	if (!d->spirv || !d->entry_point)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	uint8_t sha[RUDA_SHA256_SIZE];
 	ruda__sha256(d->spirv, d->spirv_size, sha);
 	pthread_mutex_lock(&c->lock);
-	ruda_status st = RUDA_ERROR_INVALID_HANDLE;
+	st = RUDA_ERROR_INVALID_HANDLE;
 	if (d->spirv_size >= SEND_BY_HASH_BYTES)
 		st = register_kernel(c, d, sha, 1, out);
 	if (st == RUDA_ERROR_INVALID_HANDLE) /* not there yet: send it */
@@ -1323,7 +1347,7 @@ ruda_status ruda_client_sync_buffers(ruda_client *c, const ruda_handle *handles,
 
 ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_DAEMON_STATS) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	Ruda__Stats s = RUDA__STATS__INIT;
 	Ruda__Request req = RUDA__REQUEST__INIT;
@@ -1335,7 +1359,7 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK) {
 		const Ruda__StatsReply *r = reply->stats;
-		*out = (ruda_daemon_stats){
+		ruda_daemon_stats stats = {
 			.sessions = r->sessions,
 			.device_bytes = r->device_bytes,
 			.device_buffers = r->device_buffers,
@@ -1351,6 +1375,7 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 			.session_gpu_time_ns = r->session_gpu_time_ns,
 			.session_launches = r->session_launches,
 		};
+		ruda__struct_out(out, ruda__struct_size(out), &stats, sizeof(stats));
 	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);

@@ -17,6 +17,7 @@
 #include <ruda/ruda.h>
 
 #include "client_private.h"
+#include "struct_size.h"
 
 /* One buffer or tensor of the read: its device copy and where it goes. */
 struct snapshot {
@@ -137,7 +138,13 @@ ruda_status ruda_client_read_tensor_async(ruda_client *c, const ruda_copy_desc *
 {
 	if (count && !descs)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	return start(c, NULL, descs, count, dst, out);
+	ruda_copy_desc *in; /* the caller's elements may be of another size */
+	ruda_status st = ruda__array_in((void **)&in, sizeof(*in), RUDA__MIN_COPY_DESC, descs,
+					count);
+	if (st == RUDA_OK)
+		st = start(c, NULL, in, count, dst, out);
+	free(in);
+	return st;
 }
 
 int ruda_future_poll(const ruda_future *f)

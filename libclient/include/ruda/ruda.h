@@ -15,6 +15,38 @@
  *   written.
  * - A ruda_client may be used from several threads at once.
  * - Pointers passed in are borrowed for the duration of the call only.
+ *
+ * Structs that grow (ABI rule, since libruda.so.1): every struct that
+ * crosses the API by pointer and may gain fields in a later version
+ * (options and descriptors in; properties, usage and stats out) begins
+ * with `uint32_t struct_size`, which the caller sets to the sizeof it
+ * was compiled with. Its RUDA_<NAME>_INIT macro does that and zeroes the rest:
+ *     ruda_connect_options o = RUDA_CONNECT_OPTIONS_INIT;
+ *     ruda_kernel_desc k = {.struct_size = sizeof(k), .spirv = words, ...};
+ * - In (ruda_connect_options, ruda_layout_desc, ruda_copy_desc,
+ *   ruda_kernel_desc): libruda reads only the first struct_size bytes; a field
+ *   past them takes its default (what the INIT macro gives, 0). Bytes past
+ *   the fields this libruda knows must be 0, else RUDA_ERROR_UNSUPPORTED
+ *   (the caller asks for something this version cannot do).
+ * - Out (ruda_features, ruda_device_properties, ruda_memory_usage,
+ *   ruda_layout, ruda_resource, ruda_daemon_stats, ruda_target_properties,
+ *   ruda_device_utilization): libruda writes only the first struct_size bytes
+ *   (bytes past the fields it knows are zeroed) and leaves struct_size as given.
+ * - A struct_size below the struct's first published size (this version's)
+ *   fails the call with RUDA_ERROR_INVALID_ARGUMENT before anything is done;
+ *   so does 0 (a struct that was not initialised).
+ * - Arrays of them (descs[count], out[count]): element i lies i * struct_size
+ *   bytes after the first, struct_size being the first element's; the
+ *   other elements' struct_size are not read (in) and are set to it (out).
+ * - ruda_features inside ruda_device_properties: its struct_size is set by
+ *   libruda. Should ruda_features grow, ruda_device_properties keeps this
+ *   layout for its last member (under a frozen type name), so each grows
+ *   by appending.
+ * Small value structs stay as they are, without a size: ruda_handle,
+ * ruda_count, ruda_device_id, ruda_staging (names of things, copied by
+ * value and filled whole: a new field would be a new kind of name),
+ * ruda_coop_matrix_shape, ruda_memory_heap and ruda_spec_constant (fixed
+ * elements of arrays, mirroring Vulkan's own fixed structs).
  */
 #ifndef RUDA_RUDA_H
 #define RUDA_RUDA_H
@@ -128,12 +160,14 @@ typedef struct ruda_coop_matrix_shape {
 
 /* What kernels may use on a device (the seed's Features). */
 typedef struct ruda_features {
+	uint32_t struct_size; /* sizeof(ruda_features) (its _INIT sets it) */
 	uint32_t elem_types;        /* bit (1u << ruda_elem_type) per type kernels may use */
 	uint32_t atomic_elem_types; /* types with buffer atomics */
 	uint32_t subgroup_operations; /* VkSubgroupFeatureFlags */
 	uint32_t coop_matrix_count;
 	ruda_coop_matrix_shape coop_matrix[RUDA_MAX_COOP_SHAPES];
 } ruda_features;
+#define RUDA_FEATURES_INIT {.struct_size = sizeof(ruda_features)}
 
 typedef struct ruda_memory_heap {
 	uint64_t size;
@@ -142,6 +176,7 @@ typedef struct ruda_memory_heap {
 
 /* What the daemon reports about the device of a session. */
 typedef struct ruda_device_properties {
+	uint32_t struct_size; /* sizeof(ruda_device_properties) (its _INIT sets it) */
 	uint32_t index;
 	char name[256];
 	uint32_t vendor_id;
@@ -173,8 +208,10 @@ typedef struct ruda_device_properties {
 	ruda_memory_heap heaps[RUDA_MAX_HEAPS];
 	ruda_features features;
 } ruda_device_properties;
+#define RUDA_DEVICE_PROPERTIES_INIT {.struct_size = sizeof(ruda_device_properties)}
 
 typedef struct ruda_connect_options {
+	uint32_t struct_size; /* sizeof(ruda_connect_options) (its _INIT sets it) */
 	/* Socket path; NULL: $RUDA_SOCKET, else /run/ruda/rudad.sock for root,
 	 * else $XDG_RUNTIME_DIR/ruda/rudad.sock. */
 	const char *socket_path;
@@ -207,6 +244,7 @@ typedef struct ruda_connect_options {
 	int arena_fd;
 	uint64_t arena_size;
 } ruda_connect_options;
+#define RUDA_CONNECT_OPTIONS_INIT {.struct_size = sizeof(ruda_connect_options)}
 
 #define RUDA_PRIORITY_LOWEST 1u
 #define RUDA_PRIORITY_NORMAL 4u
@@ -288,6 +326,7 @@ ruda_status ruda_client_try_empty(ruda_client *client, size_t size, ruda_handle 
  * own).
  */
 typedef struct ruda_memory_usage {
+	uint32_t struct_size; /* sizeof(ruda_memory_usage) (its _INIT sets it) */
 	uint64_t allocations;    /* this client's buffers */
 	uint64_t bytes_in_use;   /* bytes they asked for */
 	uint64_t bytes_padding;  /* reserved for them beyond that (alignment) */
@@ -301,6 +340,7 @@ typedef struct ruda_memory_usage {
 	uint64_t device_bytes_reserved; /* device memory rudad holds, for all clients */
 	uint64_t device_pages;          /* device allocations rudad holds, for all clients */
 } ruda_memory_usage;
+#define RUDA_MEMORY_USAGE_INIT {.struct_size = sizeof(ruda_memory_usage)}
 
 ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
 /* Give back device memory no buffer uses (ErasedClient::memory_cleanup). */
@@ -339,29 +379,35 @@ typedef enum ruda_layout_strategy {
 
 /* A tensor to allocate (MemoryLayoutDescriptor): shape outermost first. */
 typedef struct ruda_layout_desc {
+	uint32_t struct_size; /* sizeof(ruda_layout_desc) (its _INIT sets it) */
 	ruda_layout_strategy strategy;
 	uint32_t rank; /* 1..RUDA_MAX_RANK */
 	uint64_t shape[RUDA_MAX_RANK];
 	uint64_t elem_size; /* bytes of one element */
 } ruda_layout_desc;
+#define RUDA_LAYOUT_DESC_INIT {.struct_size = sizeof(ruda_layout_desc)}
 
 /* An allocated tensor (MemoryLayout): its bytes and the strides chosen, in
  * elements, outermost first. */
 typedef struct ruda_layout {
+	uint32_t struct_size; /* sizeof(ruda_layout) (its _INIT sets it) */
 	ruda_handle handle;
 	uint32_t rank;
 	uint64_t strides[RUDA_MAX_RANK];
 } ruda_layout;
+#define RUDA_LAYOUT_INIT {.struct_size = sizeof(ruda_layout)}
 
 /* A tensor to read (CopyDescriptor): `handle` holds element 0; element
  * (i0, i1, ...) lies at byte handle.offset + elem_size * sum(ik * strides[k]). */
 typedef struct ruda_copy_desc {
+	uint32_t struct_size; /* sizeof(ruda_copy_desc) (its _INIT sets it) */
 	ruda_handle handle;
 	uint32_t rank;
 	uint64_t shape[RUDA_MAX_RANK];
 	uint64_t strides[RUDA_MAX_RANK]; /* elements */
 	uint64_t elem_size;
 } ruda_copy_desc;
+#define RUDA_COPY_DESC_INIT {.struct_size = sizeof(ruda_copy_desc)}
 
 /*
  * Allocate `count` tensors in one buffer, each at an offset aligned for
@@ -456,6 +502,7 @@ ruda_status ruda_client_allocation_window(ruda_client *client, ruda_allocation_m
  * whose deviceUUID and driverUUID are these.
  */
 typedef struct ruda_resource {
+	uint32_t struct_size; /* sizeof(ruda_resource) (its _INIT sets it) */
 	int fd;                     /* opaque fd (VK_KHR_external_memory_fd); the caller's */
 	uint64_t memory_size;       /* bytes of the exported allocation */
 	uint64_t offset;            /* where the buffer starts in it */
@@ -469,6 +516,7 @@ typedef struct ruda_resource {
 	uint32_t handle_type;       /* VkExternalMemoryHandleTypeFlagBits of fd */
 	uint32_t memory_property_flags; /* of the memory type (host visible?) */
 } ruda_resource;
+#define RUDA_RESOURCE_INIT {.struct_size = sizeof(ruda_resource)}
 
 /*
  * Export `handle`'s memory (ErasedClient::get_resource): the buffer's own
@@ -541,6 +589,7 @@ typedef struct ruda_spec_constant {
 } ruda_spec_constant;
 
 typedef struct ruda_kernel_desc {
+	uint32_t struct_size; /* sizeof(ruda_kernel_desc) (its _INIT sets it) */
 	const uint32_t *spirv; /* SPIR-V words */
 	size_t spirv_size;     /* in bytes */
 	const char *entry_point;
@@ -549,6 +598,7 @@ typedef struct ruda_kernel_desc {
 	const ruda_spec_constant *spec_constants; /* may be NULL */
 	uint32_t spec_constant_count;
 } ruda_kernel_desc;
+#define RUDA_KERNEL_DESC_INIT {.struct_size = sizeof(ruda_kernel_desc)}
 
 /*
  * Validate and compile a kernel in the daemon; waits for the verdict.
@@ -760,6 +810,7 @@ ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
 /* ---- introspection ---------------------------------------------------- */
 
 typedef struct ruda_daemon_stats {
+	uint32_t struct_size; /* sizeof(ruda_daemon_stats) (its _INIT sets it) */
 	uint32_t sessions;
 	uint64_t device_bytes;
 	uint64_t device_buffers;
@@ -775,6 +826,7 @@ typedef struct ruda_daemon_stats {
 	uint64_t session_gpu_time_ns; /* device time of this client's work */
 	uint64_t session_launches;
 } ruda_daemon_stats;
+#define RUDA_DAEMON_STATS_INIT {.struct_size = sizeof(ruda_daemon_stats)}
 
 /* Counters of the daemon and of this session. */
 ruda_status ruda_client_daemon_stats(ruda_client *client, ruda_daemon_stats *out);
@@ -820,6 +872,7 @@ uint64_t ruda_client_properties_fingerprint(const ruda_client *client);
 
 /* What a kernel compiler targets (ErasedClient::target_properties). */
 typedef struct ruda_target_properties {
+	uint32_t struct_size; /* sizeof(ruda_target_properties) (its _INIT sets it) */
 	uint32_t spirv_version;     /* 0x00MMmm00 */
 	uint32_t subgroup_size;     /* default */
 	uint32_t min_subgroup_size, max_subgroup_size;
@@ -830,6 +883,7 @@ typedef struct ruda_target_properties {
 	uint32_t max_push_constants_size;
 	uint32_t coop_matrix_count; /* shapes in ruda_features */
 } ruda_target_properties;
+#define RUDA_TARGET_PROPERTIES_INIT {.struct_size = sizeof(ruda_target_properties)}
 
 ruda_status ruda_client_target_properties(const ruda_client *client,
 					  ruda_target_properties *out);
@@ -846,6 +900,7 @@ size_t ruda_client_io_optimized_vector_sizes(const ruda_client *client, size_t e
 /* How busy this client's device is (ErasedClient::utilization). rudad
  * measures the device time of every submission on each queue. */
 typedef struct ruda_device_utilization {
+	uint32_t struct_size; /* sizeof(ruda_device_utilization) (its _INIT sets it) */
 	double recent;       /* busy fraction (0..1) over the last window */
 	uint64_t window_ns;  /* that window's length */
 	uint64_t busy_ns;    /* device time since rudad opened the device */
@@ -856,6 +911,7 @@ typedef struct ruda_device_utilization {
 	uint64_t heap_usage[RUDA_MAX_HEAPS];
 	uint64_t heap_budget[RUDA_MAX_HEAPS];
 } ruda_device_utilization;
+#define RUDA_DEVICE_UTILIZATION_INIT {.struct_size = sizeof(ruda_device_utilization)}
 
 ruda_status ruda_client_utilization(ruda_client *client, ruda_device_utilization *out);
 
