@@ -18,6 +18,7 @@
 #include "../proto/sha256.h"
 #include "arena_ring.h"
 #include "client_private.h"
+#include "last_error.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
 #include "struct_size.h"
@@ -77,22 +78,42 @@ struct ruda_client {
 	struct ruda_client_devices devices; /* every device of the daemon */
 	struct ruda_tensor_state *tensors; /* tensor.c */
 	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
-	char last_error[512];
+	uint64_t serial; /* names the client in its threads' last errors */
+	char broken_reason[RUDA__LAST_ERROR_LEN]; /* why the connection is gone; lock */
 };
 
-static void set_error(ruda_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_error(ruda_client *c, const char *fmt, ...)
+/* This thread's last error on `c` (ruda_client_last_error). */
+static void set_error(const ruda_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_error(const ruda_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	ruda__last_error_vset(c->serial, fmt, ap);
 	va_end(ap);
 }
 
+/* The connection is gone, for this reason: any thread may find that out
+ * (the reader, a sender), so the reason is the client's, and each call
+ * that then fails makes it its thread's last error (gone_status). Lock
+ * held. */
+static void set_broken(ruda_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_broken(ruda_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->broken_reason, sizeof(c->broken_reason), fmt, ap);
+	va_end(ap);
+	c->broken = 1;
+}
+
 /* What calls on a broken connection return: the reason rudad gave (a
- * lost device), else RUDA_ERROR_DISCONNECTED. */
+ * lost device), else RUDA_ERROR_DISCONNECTED; the reason becomes the
+ * calling thread's last error. Lock held. */
 static ruda_status gone_status(const ruda_client *c)
 {
+	if (c->broken_reason[0])
+		set_error(c, "%s", c->broken_reason);
 	return c->gone ? c->gone : RUDA_ERROR_DISCONNECTED;
 }
 
@@ -169,7 +190,7 @@ static ruda_status send_queued(ruda_client *c)
 		read_pending_notice(c);
 		c->broken = 1;
 		if (!c->gone)
-			set_error(c, "sending to rudad failed: %s", strerror(-err));
+			set_broken(c, "sending to rudad failed: %s", strerror(-err));
 		pthread_cond_broadcast(&c->cond);
 		return gone_status(c);
 	}
@@ -233,9 +254,8 @@ static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply
 		/* a notice: rudad closes the connection for this reason (its
 		 * device was lost); every call reports it from now on */
 		c->gone = (ruda_status)reply->status;
-		set_error(c, "%s", reply->message && *reply->message ? reply->message
-								     : ruda_strerror(c->gone));
-		c->broken = 1;
+		set_broken(c, "%s", reply->message && *reply->message ? reply->message
+								      : ruda_strerror(c->gone));
 		ruda__reply__free_unpacked(reply, NULL);
 		for (uint16_t i = 0; i < frame->nfds; i++)
 			close(frame->fds[i]);
@@ -257,8 +277,7 @@ static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply
 			ruda__reply__free_unpacked(reply, NULL);
 		for (uint16_t i = 0; i < frame->nfds; i++)
 			close(frame->fds[i]);
-		c->broken = 1;
-		set_error(c, "rudad sent an unexpected or undecodable reply");
+		set_broken(c, "rudad sent an unexpected or undecodable reply");
 		return;
 	}
 	w->reply = reply;
@@ -284,17 +303,16 @@ static void read_replies(ruda_client *c)
 	if (n <= 0) {
 		c->broken = 1;
 		if (!c->gone)
-			set_error(c, n == 0 ? "rudad closed the connection"
-					    : "receiving from rudad failed: %s",
-				  strerror((int)-n));
+			set_broken(c, n == 0 ? "rudad closed the connection"
+					     : "receiving from rudad failed: %s",
+				   strerror((int)-n));
 	} else {
 		struct ruda_frame frame;
 		Ruda__Reply *reply;
 		int r;
 		while (!c->broken && (r = ruda__wire_next_reply(&c->in, &frame, &reply)) != 0) {
 			if (r < 0) {
-				c->broken = 1;
-				set_error(c, "rudad sent a malformed frame");
+				set_broken(c, "rudad sent a malformed frame");
 				break;
 			}
 			deliver(c, &frame, reply);
@@ -695,9 +713,9 @@ static void client_free(ruda_client *c)
 	free(c);
 }
 
-/* Why this thread's last ruda_client_connect failed: there is no client to
- * hold it then, so it lives beside errno, per thread. */
-static _Thread_local char connect_error[sizeof(((ruda_client *)0)->last_error)];
+/* Why this thread's last ruda_client_connect failed: no client holds it
+ * then; it is the thread's last error of serial 0. */
+static _Thread_local char connect_error[RUDA__LAST_ERROR_LEN];
 
 static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -733,6 +751,7 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 	if (!c)
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	c->fd = -1;
+	c->serial = ruda__last_error_serial();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	ruda__frame_writer_init(&c->out);
@@ -756,7 +775,8 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 		/* rudad's reason: a Hello reply, or the notice it sends before
 		 * closing a connection it refuses (limits, policy) */
 		connect_failed(st, "rudad at %s refused the session: %s", path,
-			       c->last_error[0] ? c->last_error : ruda_strerror(st));
+			       *ruda__last_error_get(c->serial) ? ruda__last_error_get(c->serial)
+								 : ruda_strerror(st));
 		client_free(c);
 		return st;
 	}
@@ -787,12 +807,8 @@ static size_t copy_message(const char *msg, char *buf, size_t len)
 
 size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
 {
-	if (!c)
-		return copy_message(connect_error, buf, len);
-	pthread_mutex_lock(&c->lock);
-	size_t n = copy_message(c->last_error, buf, len);
-	pthread_mutex_unlock(&c->lock);
-	return n;
+	/* this thread's own: no lock */
+	return copy_message(c ? ruda__last_error_get(c->serial) : connect_error, buf, len);
 }
 
 uint32_t ruda_client_priority(const ruda_client *c)
@@ -1576,9 +1592,7 @@ void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pthread_mutex_lock(&c->lock);
-	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
-	pthread_mutex_unlock(&c->lock);
+	ruda__last_error_vset(c->serial, fmt, ap);
 	va_end(ap);
 }
 

@@ -483,7 +483,8 @@ class Client:
         return _L.ruda_client_name(self._p()).decode()
 
     def last_error(self):
-        """The daemon's message for this client's last failed call."""
+        """The message of this thread's last failed call on this client
+        (per thread, as ruda_client_last_error; "" when none)."""
         buf = ctypes.create_string_buffer(512)
         _L.ruda_client_last_error(self._p(), buf, len(buf))
         return buf.value.decode(errors="replace")

@@ -276,10 +276,24 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 void ruda_client_close(ruda_client *client);
 
 /*
- * The daemon's detail message for the last failed call on this client,
- * copied into `buf` (always NUL-terminated when len > 0; `buf` may be NULL
- * when len is 0). Returns its length. With client NULL: why this thread's
- * last ruda_client_connect failed ("" after a success).
+ * Why the calling thread's last failed call on `client` failed, copied
+ * into `buf` (always NUL-terminated when len > 0; `buf` may be NULL when
+ * len is 0). Returns its length. Per thread, like errno, and per client:
+ * another thread's failures, on this client or any other, never change
+ * what this thread reads, and a thread keeps the messages of its last 4
+ * clients that failed (an older one reads as "").
+ * - Set by a call on `client` that fails with a reason beyond its status:
+ *   rudad's message for a refused request or a failed sync (the reason of
+ *   the error it reports), libruda's own sentence (a request over the
+ *   frame limit, an arena too small), or why the connection is gone (rudad
+ *   closed it, or said why in a notice: every thread's next failing call
+ *   gets that reason). ruda_future_wait gives the waiting thread the
+ *   message of the future's failure.
+ * - Not set by calls refused on their arguments before anything is done
+ *   (a NULL pointer, a struct_size too small): the status says it all.
+ * - Success does not clear it: read it right after the failing call.
+ * With client NULL: why this thread's last ruda_client_connect failed
+ * ("" after a success).
  */
 size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
 
