@@ -14,6 +14,17 @@
  *   ruda_client_sync_buffers and reads of the buffers they would have
  *   written.
  * - A ruda_client may be used from several threads at once.
+ * - libruda's own threads (docs/threads.md): each ruda_future runs on a
+ *   thread of its own, from ruda_client_read_async or
+ *   ruda_client_read_tensor_async until ruda_future_wait joins it. The
+ *   first copy of 1 MiB or more into or out of an arena starts a pool of
+ *   up to 7 detached helper threads (one fewer than the CPUs;
+ *   $RUDA_COPY_THREADS overrides, 0 = none), shared by all clients of the
+ *   process and kept until it exits; a forked child copies alone. All other
+ *   work runs on the calling threads: one of the threads waiting for a
+ *   reply reads the socket for all of them. Callbacks (exclusive, profile,
+ *   allocation windows, measure_throughput's probe) run on the caller's
+ *   thread.
  * - Pointers passed in are borrowed for the duration of the call only.
  *
  * Structs that grow (ABI rule, since libruda.so.1): every struct that
