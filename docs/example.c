@@ -54,7 +54,8 @@ int main(int argc, char **argv)
 	}
 
 	ruda_client *client;
-	ruda_connect_options options = {.struct_size = sizeof(ruda_connect_options), .client_name = "example"};
+	ruda_connect_options options = {.struct_size = sizeof(ruda_connect_options),
+		.client_name = "example"};
 	ruda_status st = ruda_client_connect(&options, &client);
 	if (st != RUDA_OK) {
 		free(spirv);

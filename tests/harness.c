@@ -51,7 +51,8 @@ pid_t test_fork_client(const struct test_daemon *d, const char *name,
 	if (pid == 0) {
 		close(ready[0]);
 		fork_ready_fd = ready[1];
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->socket_path, .client_name = name};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = name};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK || work(c, arg) != 0)
 			_exit(1);
@@ -187,7 +188,8 @@ int test_daemon_stop(struct test_daemon *d)
 
 ruda_client *test_connect(const struct test_daemon *d, const char *name)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->socket_path, .client_name = name};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = name};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
 	ck_assert_msg(st == RUDA_OK, "connect: %s", ruda_strerror(st));

@@ -50,7 +50,8 @@ static void open_devices(struct devices *d)
 	d->n = n < MAX_DEVICES ? (uint32_t)n : MAX_DEVICES;
 	ruda_device_properties p0 = RUDA_DEVICE_PROPERTIES_INIT, p = RUDA_DEVICE_PROPERTIES_INIT;
 	for (uint32_t i = 0; i < d->n; i++) {
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->daemon.socket_path,
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->daemon.socket_path,
 					  .client_name = "bench devices", .device_index = i};
 		BENCH_CHECK(ruda_client_connect(&o, &d->clients[i]) == RUDA_OK,
 			    "connect to device %u", i);

@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = argv[1], .client_name = "first_client"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = argv[1], .client_name = "first_client"};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
 	if (st != RUDA_OK)

@@ -230,7 +230,8 @@ START_TEST(modules_known_by_hash)
 	ruda_spec_constant spec = {.id = 0, .size = 4, .value = 7};
 	size_t spec_size;
 	uint32_t *spec_words = test_load_spirv("tests/shaders/spec_fill", &spec_size);
-	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spec_words, spec_size, "main", 1, 4, &spec, 1};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc),
+		spec_words, spec_size, "main", 1, 4, &spec, 1};
 	ruda_kernel k;
 	ck_assert_int_eq(ruda_client_kernel_register(b, &desc, &k), RUDA_OK);
 	ruda_handle h;

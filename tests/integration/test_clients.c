@@ -24,7 +24,8 @@ static void teardown(void)
  * Exits 0 only if every result is right. */
 static int client_work(int index)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .client_name = "worker"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "worker"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return 2;
@@ -103,7 +104,8 @@ START_TEST(killed_client_is_cleaned_up)
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .client_name = "victim"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = daemon_.socket_path, .client_name = "victim"};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(1);

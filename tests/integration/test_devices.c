@@ -17,7 +17,8 @@ static ruda_client *clients[NDEV];
 
 static ruda_client *connect_to(uint32_t index, const char *name)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .client_name = name,
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = name,
 				  .device_index = index};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
@@ -70,7 +71,8 @@ END_TEST
 START_TEST(connect_by_id)
 {
 	ruda_device_type type = ruda_client_device_id(clients[0]).type_id;
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .client_name = "by id",
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "by id",
 				  .use_device_id = 1,
 				  .device_id = {.type_id = type, .index_id = 2}};
 	ruda_client *c = NULL;
@@ -87,7 +89,8 @@ START_TEST(connect_by_id)
 		.type_id = type == RUDA_DEVICE_CPU ? RUDA_DEVICE_DISCRETE_GPU : RUDA_DEVICE_CPU,
 		.index_id = 0};
 	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_ERROR_INVALID_ARGUMENT);
-	ruda_connect_options byindex = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .device_index = NDEV};
+	ruda_connect_options byindex = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .device_index = NDEV};
 	ck_assert_int_eq(ruda_client_connect(&byindex, &c), RUDA_ERROR_INVALID_ARGUMENT);
 }
 END_TEST
@@ -181,12 +184,14 @@ END_TEST
 
 START_TEST(utilization_counts_work)
 {
-	ruda_device_utilization u0 = RUDA_DEVICE_UTILIZATION_INIT, u1 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization u0 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization u1 = RUDA_DEVICE_UTILIZATION_INIT;
 	ck_assert_int_eq(ruda_client_utilization(clients[1], &u0), RUDA_OK);
 	ck_assert(u0.recent >= 0 && u0.recent <= 1);
 	ck_assert_uint_gt(u0.uptime_ns, 0);
 	/* work on device 1: its busy time grows, device 2's does not */
-	ruda_device_utilization other0 = RUDA_DEVICE_UTILIZATION_INIT, other1 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization other0 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization other1 = RUDA_DEVICE_UTILIZATION_INIT;
 	ck_assert_int_eq(ruda_client_utilization(clients[2], &other0), RUDA_OK);
 	enum { SIZE = 8 << 20 };
 	uint8_t *data = malloc(SIZE);
@@ -317,7 +322,8 @@ START_TEST(to_client_other_process_refused)
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .device_index = 1};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = daemon_.socket_path, .device_index = 1};
 		ruda_client *c = NULL;
 		uint64_t id = ruda_client_connect(&o, &c) == RUDA_OK ? ruda_client_session_id(c) : 0;
 		if (write(ids[1], &id, sizeof(id)) != sizeof(id))
@@ -906,7 +912,8 @@ START_TEST(to_client_quota)
 	struct test_daemon d;
 	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
 						     "max_memory_per_client=5M", NULL});
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d.socket_path, .device_index = 0};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .device_index = 0};
 	ruda_client *a = NULL, *b = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
 	o.device_index = 1;
@@ -947,7 +954,8 @@ START_TEST(logical_devices_share_the_heap)
 	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
 						     "max_memory_per_client=unlimited", "--set",
 						     "max_memory_per_uid=unlimited", NULL});
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d.socket_path, .device_index = 0};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .device_index = 0};
 	ruda_client *a = NULL, *b = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
 	o.device_index = 1;

@@ -237,7 +237,8 @@ static int other_user_round_trip(const struct test_daemon *d, uint64_t size)
 	if (pid == 0) {
 		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
 			_exit(2);
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->socket_path, .client_name = "other"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = "other"};
 		ruda_client *c = NULL;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(3);

@@ -194,7 +194,8 @@ static int good_client_as(const struct test_daemon *d, uid_t uid)
 	if (pid == 0) {
 		if (become(uid))
 			_exit(2);
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->socket_path, .client_name = "good"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = "good"};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(3);
@@ -397,7 +398,8 @@ static pid_t lease_hog(const struct test_daemon *d, int hold_ms, int ready)
 		return pid;
 	if (become(65534))
 		_exit(2);
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d->socket_path, .client_name = "lease-hog"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = "lease-hog"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		_exit(3);
@@ -453,7 +455,8 @@ START_TEST(leases_follow_the_policy)
 	if (pid == 0) {
 		if (become(65534))
 			_exit(2);
-		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = d.socket_path, .client_name = "no-lease"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d.socket_path, .client_name = "no-lease"};
 		ruda_client *cl;
 		if (ruda_client_connect(&o, &cl) != RUDA_OK)
 			_exit(3);

@@ -173,7 +173,8 @@ START_TEST(empty_tensors_read_zeros)
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	ruda_client_close(a);
 
-	ruda_layout_desc d = {.struct_size = sizeof(ruda_layout_desc), .strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2,
+	ruda_layout_desc d = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2,
 			      .shape = {ROWS, COLS}, .elem_size = 4};
 	ruda_layout l = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_empty_tensor(client, &d, &l), RUDA_OK);
@@ -189,7 +190,8 @@ START_TEST(empty_tensors_read_zeros)
 	/* two tensors in one buffer: each reads as zeros, and so does the
 	 * gap that aligns the second (read through a view of the buffer) */
 	ruda_layout_desc two[2] = {
-		{.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 1, .shape = {1001}, .elem_size = 1},
+		{.struct_size = sizeof(ruda_layout_desc), .strategy = RUDA_LAYOUT_CONTIGUOUS,
+		 .rank = 1, .shape = {1001}, .elem_size = 1},
 		{.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2, .shape = {ROWS, COLS},
 		 .elem_size = 4},
 	};
@@ -369,7 +371,9 @@ START_TEST(large_free_while_another_round_trips)
 	uint64_t big = p.max_buffer_size < (1ull << 30) ? p.max_buffer_size : (1ull << 30);
 	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
-	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT, held = RUDA_MEMORY_USAGE_INIT, after = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage held = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage after = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
 
 	struct round_trips rt = {.client = test_connect(&daemon_, "b")};

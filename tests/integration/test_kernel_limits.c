@@ -34,7 +34,8 @@ static void teardown(void)
  * if every result was right and it did at least one round. */
 static int well_behaved(int stop)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = daemon_.socket_path, .client_name = "good"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "good"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return 2;
@@ -106,7 +107,8 @@ static void stop_well_behaved(pid_t pid, int stop_write)
 static void expect_refused(ruda_client *c, const uint32_t *spirv, size_t size, uint32_t bindings,
 			   const ruda_spec_constant *spec, uint32_t nspec, const char *const *needles)
 {
-	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, size, "main", bindings, 0, spec, nspec};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc),
+		spirv, size, "main", bindings, 0, spec, nspec};
 	ruda_kernel k;
 	ruda_status st = ruda_client_kernel_register(c, &desc, &k);
 	char why[512] = "";

@@ -73,7 +73,8 @@ END_TEST
 
 START_TEST(connect_without_daemon)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = "/tmp/ruda-no-such-dir/rudad.sock"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = "/tmp/ruda-no-such-dir/rudad.sock"};
 	ruda_client *c = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_ERROR_DISCONNECTED);
 	ck_assert_ptr_null(c);

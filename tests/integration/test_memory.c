@@ -215,7 +215,9 @@ static ruda_memory_usage big_buffer_made_and_released(ruda_client *c,
  * zero fill included: a sync waits for that. */
 START_TEST(cleanup_gives_pages_back)
 {
-	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT, full = RUDA_MEMORY_USAGE_INIT, after = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage full = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage after = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
 	ruda_handle h[64];
 	for (int i = 0; i < 64; i++)
@@ -390,7 +392,9 @@ START_TEST(kept_pages_age_out)
 	const char *args[] = {"--set", "freed_memory_keep_ms=300", NULL};
 	test_daemon_start(&d, args);
 	ruda_client *c = test_connect(&d, "ager");
-	ruda_memory_usage base = RUDA_MEMORY_USAGE_INIT, full = RUDA_MEMORY_USAGE_INIT, u = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage base = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage full = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
 	full = big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);

@@ -165,7 +165,8 @@ START_TEST(read_async_futures)
 	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, t[6];
 	ruda_handle mh;
 	ck_assert_int_eq(ruda_client_create(client, m, sizeof(m), &mh), RUDA_OK);
-	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc), .handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
 			    .elem_size = 4};
 	dst = t;
 	ck_assert_int_eq(ruda_client_read_tensor_async(client, &d, 1, &dst, &f[0]), RUDA_OK);
@@ -212,7 +213,8 @@ START_TEST(read_async_is_ordered_at_the_call)
 	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, zero[6] = {0}, t[6];
 	ruda_handle mh;
 	ck_assert_int_eq(ruda_client_create(client, m, sizeof(m), &mh), RUDA_OK);
-	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc), .handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
 			    .elem_size = 4};
 	void *dst = t;
 	ruda_future *f;

@@ -143,7 +143,8 @@ static int client_main(int index, uint64_t seed, int may_die)
 {
 	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 12345;
 	ruda_client *c = NULL;
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = socket_path, .client_name = "soak"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = socket_path, .client_name = "soak"};
 	CHECK_OK(ruda_client_connect(&o, &c), "connect");
 	size_t fill_size, add_size;
 	uint32_t *fill_spv = load_spirv("fill", &fill_size);
@@ -401,7 +402,8 @@ static int settled_fds(pid_t pid)
 /* Wait until rudad has only the observer and no buffer bytes. */
 static int wait_idle(void)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options), .socket_path = socket_path, .client_name = "soak-observer"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = socket_path, .client_name = "soak-observer"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return -1;
