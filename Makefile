@@ -9,7 +9,10 @@
 #   make V=1 ...    show every command instead of one line per file
 
 VERSION := 0.1.0
-SOVERSION := 0
+# libruda's ABI: 1 since the growing structs got their struct_size
+# (ruda.h); the file is libruda.so.$(LIBVERSION)
+SOVERSION := 1
+LIBVERSION := $(SOVERSION).0.0
 BUILD ?= build
 PREFIX ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -57,8 +60,7 @@ GEN := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c) $(PROTOS:proto/%.proto=$(BU
 DAEMON_SRC := $(wildcard daemon/*/*.c)
 PROTO_SRC := proto/frame.c proto/sha256.c proto/socket_path.c
 CLIENT_SRC := $(wildcard libclient/*.c)
-CLIENT_SRC := $(filter-out libclient/rudactl%.c,$(CLIENT_SRC))
-RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libclient/rudactl*.c))
+RUDACTL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard rudactl/*.c))
 
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/obj/%.o)
 # daemon sources name each other by layer: "device/device.h"
@@ -86,7 +88,7 @@ $(if $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)),$(error tests/unit and tests/i
 .PHONY: all run check check-python deps clean install uninstall test-unit test-integration
 .DELETE_ON_ERROR:
 
-RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
+RUDACTL := $(if $(wildcard rudactl/*.c),$(BUILD)/rudactl)
 
 all: $(BUILD)/rudad $(RUDACTL) $(BUILD)/libruda.so $(BUILD)/libruda.a $(SPIRV) $(BUILD)/example \
 	$(BUILD)/ruda-uninstalled.pc
@@ -156,21 +158,22 @@ $(BUILD)/rudad: $(DAEMON_OBJ) $(PROTO_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-# rudactl speaks the protocol itself: it needs the framing and the
-# generated code, not libruda.
-$(BUILD)/rudactl: $(RUDACTL_OBJ) $(PROTO_OBJ)
+# rudactl speaks the protocol through libruda's internal protocol code
+# (libclient/wire.h: connect, framing, Hello), linked from libruda.a, not
+# through its public API.
+$(BUILD)/rudactl: $(RUDACTL_OBJ) $(BUILD)/libruda.a
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS_ALL) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS) -lm
 
-$(BUILD)/libruda.so.$(VERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
+$(BUILD)/libruda.so.$(LIBVERSION): $(CLIENT_OBJ) $(PROTO_OBJ) libclient/libruda.map
 	$(say) LD $@
 	$(Q)$(CC) -shared -Wl,-soname,libruda.so.$(SOVERSION) -Wl,--no-undefined \
 		-Wl,--version-script=libclient/libruda.map \
 		$(LDFLAGS_ALL) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CLIENT_LIBS)
 
-$(BUILD)/libruda.so: $(BUILD)/libruda.so.$(VERSION)
-	$(Q)ln -sf libruda.so.$(VERSION) $(BUILD)/libruda.so.$(SOVERSION)
-	$(Q)ln -sf libruda.so.$(VERSION) $@
+$(BUILD)/libruda.so: $(BUILD)/libruda.so.$(LIBVERSION)
+	$(Q)ln -sf libruda.so.$(LIBVERSION) $(BUILD)/libruda.so.$(SOVERSION)
+	$(Q)ln -sf libruda.so.$(LIBVERSION) $@
 
 $(BUILD)/libruda.a: $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(Q)rm -f $@
@@ -516,7 +519,7 @@ clean:
 #
 #   make deb [DEB_OUT=$(BUILD)/deb]
 #
-# The packages of debian/ (rudad, ruda-tools, libruda0, libruda-dev,
+# The packages of debian/ (rudad, ruda-tools, libruda1, libruda-dev,
 # python3-ruda) for this machine's Debian: installs the build dependencies
 # (as `deps` does), runs dpkg-buildpackage -b -us -uc (which builds in
 # build-deb/ and leaves $(BUILD) alone), moves what it wrote to .. (the
@@ -571,8 +574,8 @@ install: all
 	$(INSTALL) -m 0755 $(BUILD)/rudad $(DESTDIR)$(SBINDIR)/rudad
 	if [ -x $(BUILD)/rudactl ]; then $(INSTALL) -d $(DESTDIR)$(BINDIR) && \
 		$(INSTALL) -m 0755 $(BUILD)/rudactl $(DESTDIR)$(BINDIR)/rudactl; fi
-	$(INSTALL) -m 0755 $(BUILD)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
-	ln -sf libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
+	$(INSTALL) -m 0755 $(BUILD)/libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION)
 	ln -sf libruda.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libruda.so
 	$(INSTALL) -m 0644 $(BUILD)/libruda.a $(DESTDIR)$(LIBDIR)/
 	$(INSTALL) -m 0644 libclient/include/ruda/ruda.h proto/include/ruda/common.h \
@@ -598,7 +601,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/rudad $(DESTDIR)$(BINDIR)/rudactl \
 		$(DESTDIR)$(LIBDIR)/libruda.so $(DESTDIR)$(LIBDIR)/libruda.so.$(SOVERSION) \
-		$(DESTDIR)$(LIBDIR)/libruda.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
+		$(DESTDIR)$(LIBDIR)/libruda.so.$(LIBVERSION) $(DESTDIR)$(LIBDIR)/libruda.a \
 		$(DESTDIR)$(INCLUDEDIR)/ruda/ruda.h $(DESTDIR)$(INCLUDEDIR)/ruda/status.h \
 		$(DESTDIR)$(INCLUDEDIR)/ruda/common.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/ruda.pc \

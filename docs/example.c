@@ -54,13 +54,14 @@ int main(int argc, char **argv)
 	}
 
 	ruda_client *client;
-	ruda_connect_options options = {.client_name = "example"};
+	ruda_connect_options options = {.struct_size = sizeof(ruda_connect_options),
+		.client_name = "example"};
 	ruda_status st = ruda_client_connect(&options, &client);
 	if (st != RUDA_OK) {
 		free(spirv);
 		return fail(NULL, "connect", st);
 	}
-	ruda_device_properties props;
+	ruda_device_properties props = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &props);
 	printf("device: %s\n", props.name);
 
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
 
 	ruda_kernel add;
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = spirv,
 		.spirv_size = spirv_size,
 		.entry_point = "main",

@@ -5,6 +5,7 @@
 #include <ruda/ruda.h>
 
 #include "client_private.h"
+#include "struct_size.h"
 
 static ruda_status send_mode(ruda_client *c, ruda_allocation_mode mode)
 {
@@ -38,10 +39,11 @@ ruda_status ruda_client_allocation_window(ruda_client *c, ruda_allocation_mode m
 	return st != RUDA_OK ? st : restored;
 }
 
-ruda_status ruda_client_get_resource(ruda_client *c, ruda_handle h, ruda_resource *out)
+ruda_status ruda_client_get_resource(ruda_client *c, ruda_handle h, ruda_resource *given)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(given, RUDA__MIN_RESOURCE) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_resource res = RUDA_RESOURCE_INIT, *out = &res;
 	Ruda__ExportResource e = RUDA__EXPORT_RESOURCE__INIT;
 	e.handle = h.id;
 	Ruda__Request req = RUDA__REQUEST__INIT;
@@ -55,6 +57,7 @@ ruda_status ruda_client_get_resource(ruda_client *c, ruda_handle h, ruda_resourc
 	if (st == RUDA_OK) {
 		const Ruda__ResourceReply *r = reply->resource;
 		*out = (ruda_resource){
+			.struct_size = sizeof(*out),
 			.fd = fd,
 			.memory_size = r->memory_size,
 			.offset = r->offset,
@@ -70,6 +73,7 @@ ruda_status ruda_client_get_resource(ruda_client *c, ruda_handle h, ruda_resourc
 			memcpy(out->device_uuid, r->device_uuid.data, sizeof(out->device_uuid));
 		if (r->driver_uuid.len == sizeof(out->driver_uuid))
 			memcpy(out->driver_uuid, r->driver_uuid.data, sizeof(out->driver_uuid));
+		ruda__struct_out(given, ruda__struct_size(given), &res, sizeof(res));
 		fd = -1;
 	}
 	if (fd >= 0)

@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <ruda/ruda.h>
@@ -17,13 +16,15 @@
 #include "../proto/arena_header.h"
 #include "../proto/frame.h"
 #include "../proto/sha256.h"
-#include "../proto/socket_path.h"
 #include "arena_ring.h"
 #include "client_private.h"
+#include "last_error.h"
 #include "launch_wire.h"
 #include "parallel_copy.h"
+#include "struct_size.h"
 #include "sync_fast.h"
 #include "tensor.h"
+#include "wire.h"
 #include "ruda.pb-c.h"
 
 /* Queued fire-and-forget bytes that trigger a send without being asked. */
@@ -77,26 +78,46 @@ struct ruda_client {
 	struct ruda_client_devices devices; /* every device of the daemon */
 	struct ruda_tensor_state *tensors; /* tensor.c */
 	int allocation_mode; /* the last one asked for (allocation.c); guarded by lock */
-	char last_error[512];
+	uint64_t serial; /* names the client in its threads' last errors */
+	char broken_reason[RUDA__LAST_ERROR_LEN]; /* why the connection is gone; lock */
 };
 
-static void set_error(ruda_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_error(ruda_client *c, const char *fmt, ...)
+/* This thread's last error on `c` (ruda_client_last_error). */
+static void set_error(const ruda_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_error(const ruda_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	ruda__last_error_vset(c->serial, fmt, ap);
 	va_end(ap);
 }
 
+/* The connection is gone, for this reason: any thread may find that out
+ * (the reader, a sender), so the reason is the client's, and each call
+ * that then fails makes it its thread's last error (gone_status). Lock
+ * held. */
+static void set_broken(ruda_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_broken(ruda_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->broken_reason, sizeof(c->broken_reason), fmt, ap);
+	va_end(ap);
+	c->broken = 1;
+}
+
 /* What calls on a broken connection return: the reason rudad gave (a
- * lost device), else RUDA_ERROR_DISCONNECTED. */
+ * lost device), else RUDA_ERROR_DISCONNECTED; the reason becomes the
+ * calling thread's last error. Lock held. */
 static ruda_status gone_status(const ruda_client *c)
 {
+	if (c->broken_reason[0])
+		set_error(c, "%s", c->broken_reason);
 	return c->gone ? c->gone : RUDA_ERROR_DISCONNECTED;
 }
 
-static void deliver(ruda_client *c, struct ruda_frame *frame);
+static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply);
 
 /* ---- replies nobody waits for any more --------------------------------- */
 
@@ -148,9 +169,10 @@ static void read_pending_notice(ruda_client *c)
 		return;
 	while (!c->gone && ruda__frame_reader_recv(&c->in, c->fd, MSG_DONTWAIT) > 0) {
 		struct ruda_frame frame;
+		Ruda__Reply *reply;
 		int r = 0;
-		while (!c->gone && (r = ruda__frame_reader_next(&c->in, &frame)) > 0)
-			deliver(c, &frame);
+		while (!c->gone && (r = ruda__wire_next_reply(&c->in, &frame, &reply)) > 0)
+			deliver(c, &frame, reply);
 		if (r < 0)
 			break;
 	}
@@ -168,7 +190,7 @@ static ruda_status send_queued(ruda_client *c)
 		read_pending_notice(c);
 		c->broken = 1;
 		if (!c->gone)
-			set_error(c, "sending to rudad failed: %s", strerror(-err));
+			set_broken(c, "sending to rudad failed: %s", strerror(-err));
 		pthread_cond_broadcast(&c->cond);
 		return gone_status(c);
 	}
@@ -191,14 +213,19 @@ static ruda_status reserve_request(ruda_client *c, size_t size, uint8_t **dst)
 	return RUDA_OK;
 }
 
-/* The reserved request is written: queue it, and send what is queued once
- * there is enough of it. Lock held. */
-static ruda_status commit_request(ruda_client *c, size_t size)
+/* Send what is queued once there is enough of it. Lock held. */
+static ruda_status send_batch(ruda_client *c)
 {
-	ruda__frame_writer_commit(&c->out, (uint32_t)size);
 	if (ruda__frame_writer_pending(&c->out) >= BATCH_BYTES)
 		return send_queued(c);
 	return RUDA_OK;
+}
+
+/* The reserved request is written: queue it (and maybe send). Lock held. */
+static ruda_status commit_request(ruda_client *c, size_t size)
+{
+	ruda__frame_writer_commit(&c->out, (uint32_t)size);
+	return send_batch(c);
 }
 
 /* Give `req` the next id and queue it. Lock held. */
@@ -208,29 +235,27 @@ static ruda_status queue(ruda_client *c, Ruda__Request *req)
 		return gone_status(c);
 	req->id = c->next_request++;
 	req->stream = c->stream;
-	size_t size = ruda__request__get_packed_size(req);
-	uint8_t *dst;
-	ruda_status st = reserve_request(c, size, &dst);
-	if (st != RUDA_OK)
+	size_t size;
+	ruda_status st = ruda__wire_queue(&c->out, req, &size);
+	if (st != RUDA_OK) {
+		set_error(c, "request of %zu bytes is over the frame limit", size);
 		return st;
-	ruda__request__pack(req, dst);
-	return commit_request(c, size);
+	}
+	return send_batch(c);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
 /* Hand a received frame to the thread waiting for it. Lock held. */
-static void deliver(ruda_client *c, struct ruda_frame *frame)
+static void deliver(ruda_client *c, struct ruda_frame *frame, Ruda__Reply *reply)
 {
-	Ruda__Reply *reply = ruda__reply__unpack(NULL, frame->length, frame->payload);
 	struct waiting *w = NULL;
 	if (reply && reply->id == 0 && reply->status != RUDA__STATUS__OK) {
 		/* a notice: rudad closes the connection for this reason (its
 		 * device was lost); every call reports it from now on */
 		c->gone = (ruda_status)reply->status;
-		set_error(c, "%s", reply->message && *reply->message ? reply->message
-								     : ruda_strerror(c->gone));
-		c->broken = 1;
+		set_broken(c, "%s", reply->message && *reply->message ? reply->message
+								      : ruda_strerror(c->gone));
 		ruda__reply__free_unpacked(reply, NULL);
 		for (uint16_t i = 0; i < frame->nfds; i++)
 			close(frame->fds[i]);
@@ -252,8 +277,7 @@ static void deliver(ruda_client *c, struct ruda_frame *frame)
 			ruda__reply__free_unpacked(reply, NULL);
 		for (uint16_t i = 0; i < frame->nfds; i++)
 			close(frame->fds[i]);
-		c->broken = 1;
-		set_error(c, "rudad sent an unexpected or undecodable reply");
+		set_broken(c, "rudad sent an unexpected or undecodable reply");
 		return;
 	}
 	w->reply = reply;
@@ -273,25 +297,25 @@ static void read_replies(ruda_client *c)
 {
 	c->reader_active = 1;
 	pthread_mutex_unlock(&c->lock);
-	ssize_t n = ruda__frame_reader_recv(&c->in, c->fd, 0);
+	ssize_t n = ruda__wire_recv(&c->in, c->fd, -1);
 	pthread_mutex_lock(&c->lock);
 	c->reader_active = 0;
 	if (n <= 0) {
 		c->broken = 1;
 		if (!c->gone)
-			set_error(c, n == 0 ? "rudad closed the connection"
-					    : "receiving from rudad failed: %s",
-				  strerror((int)-n));
+			set_broken(c, n == 0 ? "rudad closed the connection"
+					     : "receiving from rudad failed: %s",
+				   strerror((int)-n));
 	} else {
 		struct ruda_frame frame;
+		Ruda__Reply *reply;
 		int r;
-		while (!c->broken && (r = ruda__frame_reader_next(&c->in, &frame)) != 0) {
+		while (!c->broken && (r = ruda__wire_next_reply(&c->in, &frame, &reply)) != 0) {
 			if (r < 0) {
-				c->broken = 1;
-				set_error(c, "rudad sent a malformed frame");
+				set_broken(c, "rudad sent a malformed frame");
 				break;
 			}
-			deliver(c, &frame);
+			deliver(c, &frame, reply);
 		}
 	}
 	pthread_cond_broadcast(&c->cond);
@@ -554,7 +578,8 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 
 static void copy_properties(ruda_device_properties *p, const Ruda__DeviceInfo *d)
 {
-	memset(p, 0, sizeof(*p));
+	*p = (ruda_device_properties)RUDA_DEVICE_PROPERTIES_INIT;
+	p->features.struct_size = sizeof(p->features);
 	p->index = d->index;
 	snprintf(p->name, sizeof(p->name), "%s", d->name ? d->name : "");
 	p->vendor_id = d->vendor_id;
@@ -613,9 +638,10 @@ static ruda_status map_arena(ruda_client *c, int fd, int own, const Ruda__HelloR
 
 static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 {
-	Ruda__Hello h = RUDA__HELLO__INIT;
-	h.protocol_version = RUDA_PROTOCOL_VERSION;
-	h.client_name = (char *)(o && o->client_name ? o->client_name : program_invocation_short_name);
+	Ruda__Hello h;
+	Ruda__Request req;
+	ruda__wire_hello(&req, &h,
+			 o && o->client_name ? o->client_name : program_invocation_short_name);
 	h.device_index = o ? o->device_index : 0;
 	if (o && o->use_device_id) {
 		h.by_device_id = 1;
@@ -626,9 +652,6 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 	int own = o && o->use_arena_fd; /* the client's memfd is the arena */
 	h.client_arena = own;
 	h.client_arena_size = own ? o->arena_size : 0;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.body_case = RUDA__REQUEST__BODY_HELLO;
-	req.hello = &h;
 	Ruda__Reply *reply = NULL;
 	int fd = -1, progress_fd = -1;
 	ruda_status st;
@@ -646,8 +669,7 @@ static ruda_status hello(ruda_client *c, const ruda_connect_options *o)
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
-	if (st == RUDA_OK && (reply->body_case != RUDA__REPLY__BODY_HELLO || (!own && fd < 0) ||
-			      reply->hello->device_index >= reply->hello->n_devices)) {
+	if (st == RUDA_OK && (!ruda__wire_hello_reply(reply) || (!own && fd < 0))) {
 		set_error(c, "rudad's handshake reply is incomplete");
 		st = RUDA_ERROR_PROTOCOL;
 	}
@@ -691,9 +713,9 @@ static void client_free(ruda_client *c)
 	free(c);
 }
 
-/* Why this thread's last ruda_client_connect failed: there is no client to
- * hold it then, so it lives beside errno, per thread. */
-static _Thread_local char connect_error[sizeof(((ruda_client *)0)->last_error)];
+/* Why this thread's last ruda_client_connect failed: no client holds it
+ * then; it is the thread's last error of serial 0. */
+static _Thread_local char connect_error[RUDA__LAST_ERROR_LEN];
 
 static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -706,34 +728,30 @@ static ruda_status connect_failed(ruda_status st, const char *fmt, ...)
 	return st;
 }
 
-/* connect(2) failed with `err`: say which socket and what to do. */
-static ruda_status socket_unreachable(const char *path, int err)
-{
-	ruda__socket_connect_error(path, err, connect_error, sizeof(connect_error));
-	return err == EACCES || err == EPERM ? RUDA_ERROR_PERMISSION : RUDA_ERROR_DISCONNECTED;
-}
-
 ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client **out)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char path[108];
 	connect_error[0] = '\0';
 	if (!out)
 		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT, "ruda_client_connect: out is NULL");
 	*out = NULL;
-	int err = ruda__socket_path(options ? options->socket_path : NULL, addr.sun_path,
-				    sizeof(addr.sun_path));
-	if (err == -ENOENT)
-		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
-				      "no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, "
-				      "for $XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path");
-	if (err < 0)
-		return connect_failed(RUDA_ERROR_INVALID_ARGUMENT,
-				      "the socket path is too long (at most %zu bytes)",
-				      sizeof(addr.sun_path) - 1);
+	ruda_connect_options o = RUDA_CONNECT_OPTIONS_INIT; /* the defaults */
+	ruda_status st = options ? ruda__struct_in(&o, sizeof(o), RUDA__MIN_CONNECT_OPTIONS,
+						   options, ruda__struct_size(options))
+				 : RUDA_OK;
+	if (st == RUDA_ERROR_UNSUPPORTED)
+		return connect_failed(st, "ruda_client_connect: the options set fields this "
+					  "libruda does not know (a newer ruda.h)");
+	if (st != RUDA_OK)
+		return connect_failed(st, "ruda_client_connect: options.size is %u, not the "
+					  "sizeof(ruda_connect_options) (RUDA_CONNECT_OPTIONS_INIT "
+					  "sets it)",
+				      ruda__struct_size(options));
 	ruda_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	c->fd = -1;
+	c->serial = ruda__last_error_serial();
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	ruda__frame_writer_init(&c->out);
@@ -743,18 +761,22 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 		client_free(c);
 		return connect_failed(RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	}
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		ruda_status st = socket_unreachable(addr.sun_path, errno);
+	st = ruda__wire_connect(
+		o.socket_path,
+		"no rudad socket to try: set RUDA_SOCKET (or XDG_RUNTIME_DIR, for "
+		"$XDG_RUNTIME_DIR/ruda/rudad.sock) or pass socket_path",
+		path, sizeof(path), &c->fd, connect_error, sizeof(connect_error));
+	if (st != RUDA_OK) {
 		client_free(c);
 		return st;
 	}
-	ruda_status st = hello(c, options);
+	st = hello(c, &o);
 	if (st != RUDA_OK) {
 		/* rudad's reason: a Hello reply, or the notice it sends before
 		 * closing a connection it refuses (limits, policy) */
-		connect_failed(st, "rudad at %s refused the session: %s", addr.sun_path,
-			       c->last_error[0] ? c->last_error : ruda_strerror(st));
+		connect_failed(st, "rudad at %s refused the session: %s", path,
+			       *ruda__last_error_get(c->serial) ? ruda__last_error_get(c->serial)
+								 : ruda_strerror(st));
 		client_free(c);
 		return st;
 	}
@@ -785,12 +807,8 @@ static size_t copy_message(const char *msg, char *buf, size_t len)
 
 size_t ruda_client_last_error(ruda_client *c, char *buf, size_t len)
 {
-	if (!c)
-		return copy_message(connect_error, buf, len);
-	pthread_mutex_lock(&c->lock);
-	size_t n = copy_message(c->last_error, buf, len);
-	pthread_mutex_unlock(&c->lock);
-	return n;
+	/* this thread's own: no lock */
+	return copy_message(c ? ruda__last_error_get(c->serial) : connect_error, buf, len);
 }
 
 uint32_t ruda_client_priority(const ruda_client *c)
@@ -811,9 +829,10 @@ uint64_t ruda_client_session_id(const ruda_client *c)
 
 ruda_status ruda_client_properties(const ruda_client *c, ruda_device_properties *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_DEVICE_PROPERTIES) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	*out = c->props; /* set once at connect; never changes */
+	/* set once at connect; never changes */
+	ruda__struct_out(out, ruda__struct_size(out), &c->props, sizeof(c->props));
 	return RUDA_OK;
 }
 
@@ -899,7 +918,7 @@ ruda_status ruda_client_try_empty(ruda_client *c, size_t size, ruda_handle *out)
 
 ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_MEMORY_USAGE) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	Ruda__MemoryUsage m = RUDA__MEMORY_USAGE__INIT;
 	Ruda__Request req = RUDA__REQUEST__INIT;
@@ -909,8 +928,8 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 	ruda_status st = call(c, &req, &reply);
 	if (st == RUDA_OK && reply->body_case != RUDA__REPLY__BODY_MEMORY_USAGE)
 		st = RUDA_ERROR_PROTOCOL;
-	if (st == RUDA_OK)
-		*out = (ruda_memory_usage){
+	if (st == RUDA_OK) {
+		ruda_memory_usage u = {
 			.allocations = reply->memory_usage->allocations,
 			.bytes_in_use = reply->memory_usage->bytes_in_use,
 			.bytes_padding = reply->memory_usage->bytes_padding,
@@ -921,6 +940,8 @@ ruda_status ruda_client_memory_usage(ruda_client *c, ruda_memory_usage *out)
 			.device_bytes_reserved = reply->memory_usage->device_bytes_reserved,
 			.device_pages = reply->memory_usage->device_pages,
 		};
+		ruda__struct_out(out, ruda__struct_size(out), &u, sizeof(u));
+	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);
 	return st;
@@ -1131,15 +1152,22 @@ static ruda_status register_kernel(ruda_client *c, const ruda_kernel_desc *d,
 	return st;
 }
 
-ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *d,
+ruda_status ruda_client_kernel_register(ruda_client *c, const ruda_kernel_desc *given,
 					ruda_kernel *out)
 {
-	if (!c || !d || !out || !d->spirv || !d->entry_point)
+	ruda_kernel_desc desc = {0}, *d = &desc;
+	if (!c || !given || !out)
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_status st = ruda__struct_in(&desc, sizeof(desc), RUDA__MIN_KERNEL_DESC, given,
+					 ruda__struct_size(given));
+	if (st != RUDA_OK)
+		return st;
+	if (!d->spirv || !d->entry_point)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	uint8_t sha[RUDA_SHA256_SIZE];
 	ruda__sha256(d->spirv, d->spirv_size, sha);
 	pthread_mutex_lock(&c->lock);
-	ruda_status st = RUDA_ERROR_INVALID_HANDLE;
+	st = RUDA_ERROR_INVALID_HANDLE;
 	if (d->spirv_size >= SEND_BY_HASH_BYTES)
 		st = register_kernel(c, d, sha, 1, out);
 	if (st == RUDA_ERROR_INVALID_HANDLE) /* not there yet: send it */
@@ -1335,7 +1363,7 @@ ruda_status ruda_client_sync_buffers(ruda_client *c, const ruda_handle *handles,
 
 ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_DAEMON_STATS) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	Ruda__Stats s = RUDA__STATS__INIT;
 	Ruda__Request req = RUDA__REQUEST__INIT;
@@ -1347,7 +1375,7 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK) {
 		const Ruda__StatsReply *r = reply->stats;
-		*out = (ruda_daemon_stats){
+		ruda_daemon_stats stats = {
 			.sessions = r->sessions,
 			.device_bytes = r->device_bytes,
 			.device_buffers = r->device_buffers,
@@ -1363,6 +1391,7 @@ ruda_status ruda_client_daemon_stats(ruda_client *c, ruda_daemon_stats *out)
 			.session_gpu_time_ns = r->session_gpu_time_ns,
 			.session_launches = r->session_launches,
 		};
+		ruda__struct_out(out, ruda__struct_size(out), &stats, sizeof(stats));
 	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);
@@ -1563,9 +1592,7 @@ void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pthread_mutex_lock(&c->lock);
-	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
-	pthread_mutex_unlock(&c->lock);
+	ruda__last_error_vset(c->serial, fmt, ap);
 	va_end(ap);
 }
 

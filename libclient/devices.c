@@ -6,6 +6,7 @@
 #include <ruda/ruda.h>
 
 #include "client_private.h"
+#include "struct_size.h"
 #include "ruda.pb-c.h"
 
 /* ---- properties ------------------------------------------------------------ */
@@ -160,12 +161,13 @@ static int device_index(const ruda_client *c, ruda_device_id id)
 ruda_status ruda_client_device_properties(const ruda_client *c, ruda_device_id id,
 					  ruda_device_properties *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_DEVICE_PROPERTIES) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	const struct ruda_client_devices *d = ruda__client_devices(c);
 	for (size_t i = 0; i < d->count; i++)
 		if (d->list[i].id.type_id == id.type_id && d->list[i].id.index_id == id.index_id) {
-			*out = d->list[i];
+			ruda__struct_out(out, ruda__struct_size(out), &d->list[i],
+					 sizeof(d->list[i]));
 			return RUDA_OK;
 		}
 	return RUDA_ERROR_INVALID_ARGUMENT;
@@ -173,9 +175,10 @@ ruda_status ruda_client_device_properties(const ruda_client *c, ruda_device_id i
 
 ruda_status ruda_client_features(const ruda_client *c, ruda_features *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_FEATURES) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	*out = ruda__client_props((ruda_client *)c)->features;
+	const ruda_features *f = &ruda__client_props((ruda_client *)c)->features;
+	ruda__struct_out(out, ruda__struct_size(out), f, sizeof(*f));
 	return RUDA_OK;
 }
 
@@ -191,10 +194,10 @@ uint64_t ruda_client_properties_fingerprint(const ruda_client *c)
 
 ruda_status ruda_client_target_properties(const ruda_client *c, ruda_target_properties *out)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(out, RUDA__MIN_TARGET_PROPERTIES) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	const ruda_device_properties *p = ruda__client_props((ruda_client *)c);
-	*out = (ruda_target_properties){
+	ruda_target_properties t = {
 		.spirv_version = p->spirv_version,
 		.subgroup_size = p->subgroup_size,
 		.min_subgroup_size = p->min_subgroup_size,
@@ -206,6 +209,7 @@ ruda_status ruda_client_target_properties(const ruda_client *c, ruda_target_prop
 		.max_push_constants_size = p->max_push_constants_size,
 		.coop_matrix_count = p->features.coop_matrix_count,
 	};
+	ruda__struct_out(out, ruda__struct_size(out), &t, sizeof(t));
 	return RUDA_OK;
 }
 
@@ -228,10 +232,11 @@ size_t ruda_client_io_optimized_vector_sizes(const ruda_client *c, size_t elem_s
 	return n;
 }
 
-ruda_status ruda_client_utilization(ruda_client *c, ruda_device_utilization *out)
+ruda_status ruda_client_utilization(ruda_client *c, ruda_device_utilization *given)
 {
-	if (!c || !out)
+	if (!c || ruda__struct_out_ok(given, RUDA__MIN_DEVICE_UTILIZATION) != RUDA_OK)
 		return RUDA_ERROR_INVALID_ARGUMENT;
+	ruda_device_utilization util = RUDA_DEVICE_UTILIZATION_INIT, *out = &util;
 	Ruda__Utilization u = RUDA__UTILIZATION__INIT;
 	Ruda__Request req = RUDA__REQUEST__INIT;
 	req.body_case = RUDA__REQUEST__BODY_UTILIZATION;
@@ -242,7 +247,6 @@ ruda_status ruda_client_utilization(ruda_client *c, ruda_device_utilization *out
 		st = RUDA_ERROR_PROTOCOL;
 	if (st == RUDA_OK) {
 		const Ruda__UtilizationReply *r = reply->utilization;
-		memset(out, 0, sizeof(*out));
 		out->recent = r->recent;
 		out->window_ns = r->window_ns;
 		out->busy_ns = r->busy_ns;
@@ -255,6 +259,7 @@ ruda_status ruda_client_utilization(ruda_client *c, ruda_device_utilization *out
 			out->heap_usage[i] = r->heap_usage[i];
 			out->heap_budget[i] = r->heap_budget[i];
 		}
+		ruda__struct_out(given, ruda__struct_size(given), &util, sizeof(util));
 	}
 	if (reply)
 		ruda__reply__free_unpacked(reply, NULL);

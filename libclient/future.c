@@ -17,6 +17,8 @@
 #include <ruda/ruda.h>
 
 #include "client_private.h"
+#include "last_error.h"
+#include "struct_size.h"
 
 /* One buffer or tensor of the read: its device copy and where it goes. */
 struct snapshot {
@@ -32,6 +34,7 @@ struct ruda_future {
 	size_t count;
 	struct snapshot *parts;
 	ruda_status status;
+	char message[RUDA__LAST_ERROR_LEN]; /* the failure's, from the future's thread */
 	atomic_int done;
 };
 
@@ -49,8 +52,10 @@ static void *run(void *arg)
 				ruda_client_release(f->client, p->copy);
 			}
 		}
-		if (first == RUDA_OK)
+		if (first == RUDA_OK && st != RUDA_OK) {
 			first = st;
+			ruda_client_last_error(f->client, f->message, sizeof(f->message));
+		}
 	}
 	f->status = first;
 	atomic_store_explicit(&f->done, 1, memory_order_release);
@@ -137,7 +142,13 @@ ruda_status ruda_client_read_tensor_async(ruda_client *c, const ruda_copy_desc *
 {
 	if (count && !descs)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	return start(c, NULL, descs, count, dst, out);
+	ruda_copy_desc *in; /* the caller's elements may be of another size */
+	ruda_status st = ruda__array_in((void **)&in, sizeof(*in), RUDA__MIN_COPY_DESC, descs,
+					count);
+	if (st == RUDA_OK)
+		st = start(c, NULL, in, count, dst, out);
+	free(in);
+	return st;
 }
 
 int ruda_future_poll(const ruda_future *f)
@@ -151,6 +162,8 @@ ruda_status ruda_future_wait(ruda_future *f)
 		return RUDA_ERROR_INVALID_ARGUMENT;
 	pthread_join(f->thread, NULL);
 	ruda_status st = f->status;
+	if (st != RUDA_OK && f->message[0]) /* the waiting thread's last error now */
+		ruda__client_set_error(f->client, "%s", f->message);
 	future_free(f);
 	return st;
 }

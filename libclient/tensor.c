@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "struct_size.h"
 #include "gather_spv.h" /* generated from shaders/gather.comp */
 
 /* Pitched rows are aligned to this many bytes (or the device's binding
@@ -103,7 +104,7 @@ static uint64_t element_count(uint32_t rank, const uint64_t *shape)
 
 static uint64_t binding_alignment(const ruda_client *c)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(c, &p);
 	return p.min_storage_buffer_offset_alignment > 16 ? p.min_storage_buffer_offset_alignment
 							  : 16;
@@ -264,12 +265,37 @@ static ruda_status make_tensors(ruda_client *c, const ruda_layout_desc *descs,
 	return st;
 }
 
+/* make_tensors on the library's own copies of the caller's arrays, whose
+ * elements may be of another size (struct_size.h). */
+static ruda_status make_tensors_sized(ruda_client *c, const ruda_layout_desc *descs,
+				      const void *const *data, size_t count, ruda_layout *out)
+{
+	if (!c || (count && (!descs || ruda__struct_out_ok(out, RUDA__MIN_LAYOUT) != RUDA_OK)))
+		return RUDA_ERROR_INVALID_ARGUMENT;
+	if (!count)
+		return RUDA_OK;
+	void *in;
+	ruda_status st = ruda__array_in(&in, sizeof(*descs), RUDA__MIN_LAYOUT_DESC, descs, count);
+	if (st != RUDA_OK)
+		return st;
+	ruda_layout *layouts = calloc(count, sizeof(*layouts));
+	st = layouts ? make_tensors(c, in, data, count, layouts) : RUDA_ERROR_OUT_OF_MEMORY;
+	if (st == RUDA_OK) {
+		for (size_t i = 0; i < count; i++)
+			layouts[i].struct_size = sizeof(*layouts);
+		ruda__array_out(out, layouts, sizeof(*layouts), count);
+	}
+	free(layouts);
+	free(in);
+	return st;
+}
+
 ruda_status ruda_client_create_tensors(ruda_client *c, const ruda_layout_desc *descs,
 				       const void *const *data, size_t count, ruda_layout *out)
 {
 	if (!data && count)
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	return make_tensors(c, descs, data, count, out);
+	return make_tensors_sized(c, descs, data, count, out);
 }
 
 ruda_status ruda_client_create_tensor(ruda_client *c, const ruda_layout_desc *desc,
@@ -281,13 +307,13 @@ ruda_status ruda_client_create_tensor(ruda_client *c, const ruda_layout_desc *de
 ruda_status ruda_client_empty_tensors(ruda_client *c, const ruda_layout_desc *descs,
 				      size_t count, ruda_layout *out)
 {
-	return make_tensors(c, descs, NULL, count, out);
+	return make_tensors_sized(c, descs, NULL, count, out);
 }
 
 ruda_status ruda_client_empty_tensor(ruda_client *c, const ruda_layout_desc *desc,
 				     ruda_layout *out)
 {
-	return make_tensors(c, desc, NULL, 1, out);
+	return make_tensors_sized(c, desc, NULL, 1, out);
 }
 
 /* ---- strided reads ------------------------------------------------------ */
@@ -342,6 +368,7 @@ static ruda_status gather_kernel(ruda_client *c, ruda_kernel *out)
 	ruda_status st = RUDA_OK;
 	if (!t->gather) {
 		ruda_kernel_desc k = {
+			.struct_size = sizeof(k),
 			.spirv = ruda_gather_spv,
 			.spirv_size = sizeof(ruda_gather_spv),
 			.entry_point = "main",
@@ -387,7 +414,7 @@ static ruda_status read_gathered_on_device(ruda_client *c, const ruda_copy_desc 
 	if (st != RUDA_OK)
 		return st;
 	uint64_t groups = (n + GATHER_GROUP_SIZE - 1) / GATHER_GROUP_SIZE;
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(c, &p);
 	uint64_t max_groups = p.max_workgroup_count[0] < 65535 ? p.max_workgroup_count[0] : 65535;
 	if (groups > max_groups)
@@ -477,8 +504,11 @@ ruda_status ruda_client_read_tensor(ruda_client *c, const ruda_copy_desc *descs,
 {
 	if (!c || (count && (!descs || !dst)))
 		return RUDA_ERROR_INVALID_ARGUMENT;
-	ruda_status st = RUDA_OK;
+	ruda_copy_desc *in;
+	ruda_status st = ruda__array_in((void **)&in, sizeof(*in), RUDA__MIN_COPY_DESC, descs,
+					count);
 	for (size_t i = 0; i < count && st == RUDA_OK; i++)
-		st = read_tensor(c, &descs[i], dst[i]);
+		st = read_tensor(c, &in[i], dst[i]);
+	free(in);
 	return st;
 }

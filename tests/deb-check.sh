@@ -44,7 +44,7 @@ check() {
 }
 step() { printf '\n--- %s\n' "$*"; }
 
-packages="rudad ruda-tools libruda0 libruda-dev python3-ruda"
+packages="rudad ruda-tools libruda1 libruda-dev python3-ruda"
 files=""
 for p in $packages; do
 	f=$(ls "$debs/${p}_"*.deb 2>/dev/null | tail -n 1)
@@ -103,7 +103,7 @@ use_it() {
 	check "the Python module" "runuser -u alice -- python3 -c 'import ruda; print(ruda.__file__)'"
 }
 
-step "1. apt-get install ./rudad_*.deb ./ruda-tools_*.deb ./libruda0_*.deb ./libruda-dev_*.deb ./python3-ruda_*.deb"
+step "1. apt-get install ./rudad_*.deb ./ruda-tools_*.deb ./libruda1_*.deb ./libruda-dev_*.deb ./python3-ruda_*.deb"
 [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] ||
 	apt-get update -q >/dev/null 2>&1
 apt_get install $files || { echo "FAIL: apt-get install"; exit 1; }

@@ -51,7 +51,8 @@ pid_t test_fork_client(const struct test_daemon *d, const char *name,
 	if (pid == 0) {
 		close(ready[0]);
 		fork_ready_fd = ready[1];
-		ruda_connect_options o = {.socket_path = d->socket_path, .client_name = name};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = name};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK || work(c, arg) != 0)
 			_exit(1);
@@ -187,7 +188,8 @@ int test_daemon_stop(struct test_daemon *d)
 
 ruda_client *test_connect(const struct test_daemon *d, const char *name)
 {
-	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = name};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = name};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
 	ck_assert_msg(st == RUDA_OK, "connect: %s", ruda_strerror(st));
@@ -217,6 +219,7 @@ ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings, u
 	size_t size;
 	uint32_t *words = test_load_spirv(name, &size);
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = words,
 		.spirv_size = size,
 		.entry_point = "main",
@@ -234,7 +237,7 @@ ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings, u
 
 ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_t bytes)
 {
-	ruda_daemon_stats s = {0};
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	for (int i = 0; i < 200; i++) {
 		ck_assert_int_eq(ruda_client_daemon_stats(c, &s), RUDA_OK);
 		if (s.sessions == sessions && s.device_bytes == bytes)

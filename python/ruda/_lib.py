@@ -3,8 +3,8 @@ follows. Every struct mirrors the header field for field; every function used
 has its argtypes and restype declared, so ctypes converts and checks them.
 
 The library is found, in order: $RUDA_LIBRARY (a path), the in-tree build
-(build/libruda.so.0 beside python/ when this package runs from the source
-tree), else the dynamic linker's normal lookup of "libruda.so.0" (an
+(build/libruda.so.1 beside python/ when this package runs from the source
+tree), else the dynamic linker's normal lookup of "libruda.so.1" (an
 installed libruda).
 """
 
@@ -13,7 +13,7 @@ import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_size_t,
                     c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
 
-SONAME = "libruda.so.0"
+SONAME = "libruda.so.1"
 
 PROTOCOL_VERSION = 1
 MAX_RANK = 8
@@ -39,7 +39,7 @@ def _load():
         return ctypes.CDLL(names[0]), names[0]
     except OSError as e:
         raise ImportError(
-            "ruda: cannot load %s (%s); set RUDA_LIBRARY to libruda.so.0's path, build "
+            "ruda: cannot load %s (%s); set RUDA_LIBRARY to libruda.so.1's path, build "
             "the tree with `make`, or install libruda" % (names[0], e)) from None
 
 
@@ -53,6 +53,15 @@ ruda_stream = c_uint32
 ruda_profile_window = c_uint64
 ruda_client_p = c_void_p
 ruda_future_p = c_void_p
+
+
+class _Sized(Structure):
+    """A struct of ruda.h that may grow: it starts with uint32_t struct_size,
+    set here to this layout's size as RUDA_<NAME>_INIT does in C."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.struct_size = ctypes.sizeof(self)
 
 
 class ruda_handle(Structure):
@@ -72,8 +81,8 @@ class ruda_coop_matrix_shape(Structure):
                 ("a", c_int), ("b", c_int), ("c", c_int), ("d", c_int)]
 
 
-class ruda_features(Structure):
-    _fields_ = [("elem_types", c_uint32), ("atomic_elem_types", c_uint32),
+class ruda_features(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("elem_types", c_uint32), ("atomic_elem_types", c_uint32),
                 ("subgroup_operations", c_uint32), ("coop_matrix_count", c_uint32),
                 ("coop_matrix", ruda_coop_matrix_shape * MAX_COOP_SHAPES)]
 
@@ -82,8 +91,8 @@ class ruda_memory_heap(Structure):
     _fields_ = [("size", c_uint64), ("device_local", c_int)]
 
 
-class ruda_device_properties(Structure):
-    _fields_ = [
+class ruda_device_properties(_Sized):
+    _fields_ = [("struct_size", c_uint32), 
         ("index", c_uint32),
         ("name", c_char * 256),
         ("vendor_id", c_uint32),
@@ -118,8 +127,8 @@ class ruda_device_properties(Structure):
     ]
 
 
-class ruda_connect_options(Structure):
-    _fields_ = [
+class ruda_connect_options(_Sized):
+    _fields_ = [("struct_size", c_uint32), 
         ("socket_path", c_char_p),
         ("client_name", c_char_p),
         ("device_index", c_uint32),
@@ -132,25 +141,25 @@ class ruda_connect_options(Structure):
     ]
 
 
-class ruda_memory_usage(Structure):
-    _fields_ = [("allocations", c_uint64), ("bytes_in_use", c_uint64),
+class ruda_memory_usage(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("allocations", c_uint64), ("bytes_in_use", c_uint64),
                 ("bytes_padding", c_uint64), ("bytes_reserved", c_uint64),
                 ("quota", c_uint64), ("uid_bytes", c_uint64), ("pages", c_uint64),
                 ("device_bytes_reserved", c_uint64), ("device_pages", c_uint64)]
 
 
-class ruda_layout_desc(Structure):
-    _fields_ = [("strategy", c_int), ("rank", c_uint32),
+class ruda_layout_desc(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("strategy", c_int), ("rank", c_uint32),
                 ("shape", c_uint64 * MAX_RANK), ("elem_size", c_uint64)]
 
 
-class ruda_layout(Structure):
-    _fields_ = [("handle", ruda_handle), ("rank", c_uint32),
+class ruda_layout(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("handle", ruda_handle), ("rank", c_uint32),
                 ("strides", c_uint64 * MAX_RANK)]
 
 
-class ruda_copy_desc(Structure):
-    _fields_ = [("handle", ruda_handle), ("rank", c_uint32),
+class ruda_copy_desc(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("handle", ruda_handle), ("rank", c_uint32),
                 ("shape", c_uint64 * MAX_RANK), ("strides", c_uint64 * MAX_RANK),
                 ("elem_size", c_uint64)]
 
@@ -159,8 +168,8 @@ class ruda_spec_constant(Structure):
     _fields_ = [("id", c_uint32), ("size", c_uint32), ("value", c_uint64)]
 
 
-class ruda_kernel_desc(Structure):
-    _fields_ = [
+class ruda_kernel_desc(_Sized):
+    _fields_ = [("struct_size", c_uint32), 
         ("spirv", POINTER(c_uint32)),
         ("spirv_size", c_size_t),
         ("entry_point", c_char_p),
@@ -171,16 +180,16 @@ class ruda_kernel_desc(Structure):
     ]
 
 
-class ruda_daemon_stats(Structure):
-    _fields_ = [("sessions", c_uint32)] + [(n, c_uint64) for n in (
+class ruda_daemon_stats(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("sessions", c_uint32)] + [(n, c_uint64) for n in (
         "device_bytes", "device_buffers", "session_bytes", "session_buffers",
         "submissions_in_flight", "kernels_compiled", "pipelines", "kernel_hits",
         "compile_time_us", "modules", "cache_file_bytes", "session_gpu_time_ns",
         "session_launches")]
 
 
-class ruda_device_utilization(Structure):
-    _fields_ = [("recent", c_double), ("window_ns", c_uint64), ("busy_ns", c_uint64),
+class ruda_device_utilization(_Sized):
+    _fields_ = [("struct_size", c_uint32), ("recent", c_double), ("window_ns", c_uint64), ("busy_ns", c_uint64),
                 ("uptime_ns", c_uint64), ("inflight", c_uint64), ("bytes", c_uint64),
                 ("heap_count", c_uint32), ("heap_usage", c_uint64 * MAX_HEAPS),
                 ("heap_budget", c_uint64 * MAX_HEAPS)]

@@ -196,6 +196,8 @@ def _spirv_bytes(spirv):
 def _struct_dict(s):
     out = {}
     for name, ctype in s._fields_:
+        if name == "struct_size":  # the ABI's, not the device's
+            continue
         v = getattr(s, name)
         if isinstance(v, bytes):
             v = v.decode(errors="replace")
@@ -481,7 +483,8 @@ class Client:
         return _L.ruda_client_name(self._p()).decode()
 
     def last_error(self):
-        """The daemon's message for this client's last failed call."""
+        """The message of this thread's last failed call on this client
+        (per thread, as ruda_client_last_error; "" when none)."""
         buf = ctypes.create_string_buffer(512)
         _L.ruda_client_last_error(self._p(), buf, len(buf))
         return buf.value.decode(errors="replace")
@@ -597,7 +600,7 @@ class Client:
     def memory_usage(self):
         out = _lib.ruda_memory_usage()
         self._call(_L.ruda_client_memory_usage, ctypes.byref(out))
-        return MemoryUsage(*(getattr(out, f) for f, _ in out._fields_))
+        return MemoryUsage(*(getattr(out, f) for f, _ in out._fields_[1:]))  # [0]: struct_size
 
     def memory_cleanup(self):
         """Give back device memory no buffer uses."""

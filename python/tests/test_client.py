@@ -412,7 +412,7 @@ def test_library_lookup_order(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == os.path.join(os.path.dirname(python_dir), "build",
-                                            "libruda.so.0")
+                                            "libruda.so.1")
     # $RUDA_LIBRARY first, and a missing one is named
     env["RUDA_LIBRARY"] = str(tmp_path / "libruda-missing.so")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -424,4 +424,4 @@ def test_library_lookup_order(tmp_path):
     env["PYTHONPATH"] = str(tmp_path / "site")
     env["LD_LIBRARY_PATH"] = os.path.join(os.path.dirname(python_dir), "build")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip() == "libruda.so.0", r.stderr
+    assert r.returncode == 0 and r.stdout.strip() == "libruda.so.1", r.stderr

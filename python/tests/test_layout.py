@@ -15,45 +15,52 @@ LAYOUTS = [
     # uint16 type_id, 2 bytes of padding, uint32 index_id
     (_lib.ruda_device_id, 8, {"index_id": 4}),
     (_lib.ruda_coop_matrix_shape, 3 * 4 + 4 * 4, {"d": 24}),
-    # 4 uint32, 32 shapes of 28 bytes
-    (_lib.ruda_features, 16 + 32 * 28, {"coop_matrix": 16}),
+    # The structs that may grow start with uint32 struct_size (ruda.h's top
+    # comment); checked against sizeof/offsetof of a C build of ruda.h.
+    # struct_size, 4 uint32, 32 shapes of 28 bytes
+    (_lib.ruda_features, 4 + 16 + 32 * 28, {"elem_types": 4, "coop_matrix": 20}),
     (_lib.ruda_memory_heap, 16, {"device_local": 8}),
-    # index 0, name[256] 4, vendor 260, device 264, type 268, api 272,
-    # driver 276, uuid[16] 280, max_buffer_size 296, range 304, align 312,
-    # push 316, bindings 320, count[3] 324, size[3] 336, invocations 348,
-    # subgroup 352, (pad) device_local_bytes 360, host_import 368, id 372,
-    # physical_index 380 ... heap_count 412, heaps 416 (16 x 16),
-    # features 672 (912)
-    (_lib.ruda_device_properties, 672 + 912,
-     {"name": 4, "pipeline_cache_uuid": 280, "max_buffer_size": 296,
-      "max_workgroup_count": 324, "device_local_bytes": 360, "id": 372,
-      "physical_index": 380, "heap_count": 412, "heaps": 416, "features": 672}),
-    # two pointers, device_index 16, use_device_id 20, device_id 24,
-    # priority 32, use_arena_fd 36, arena_fd 40, (pad) arena_size 48
-    (_lib.ruda_connect_options, 56,
-     {"client_name": 8, "device_id": 24, "priority": 32, "arena_fd": 40, "arena_size": 48}),
-    (_lib.ruda_memory_usage, 9 * 8, {"pages": 48, "device_pages": 64}),
-    (_lib.ruda_layout_desc, 4 + 4 + 8 * 8 + 8, {"shape": 8, "elem_size": 72}),
-    # handle 24, rank, (pad) strides
-    (_lib.ruda_layout, 24 + 8 + 8 * 8, {"rank": 24, "strides": 32}),
-    (_lib.ruda_copy_desc, 24 + 8 + 64 + 64 + 8,
-     {"rank": 24, "shape": 32, "strides": 96, "elem_size": 160}),
+    # struct_size 0, index 4, name[256] 8, ... uuid[16] 284, (pad)
+    # max_buffer_size 304, count[3] 332, device_local_bytes 368, id 380,
+    # physical_index 388 ... heap_count 420, heaps 424 (16 x 16),
+    # features 680 (916, + 4 pad)
+    (_lib.ruda_device_properties, 1600,
+     {"index": 4, "name": 8, "pipeline_cache_uuid": 284, "max_buffer_size": 304,
+      "max_workgroup_count": 332, "device_local_bytes": 368, "id": 380,
+      "physical_index": 388, "heap_count": 420, "heaps": 424, "features": 680}),
+    # struct_size (+ pad), two pointers 8, device_index 24, use_device_id 28,
+    # device_id 32, priority 40, use_arena_fd 44, arena_fd 48, (pad) arena_size 56
+    (_lib.ruda_connect_options, 64,
+     {"socket_path": 8, "client_name": 16, "device_id": 32, "priority": 40, "arena_fd": 48,
+      "arena_size": 56}),
+    (_lib.ruda_memory_usage, 8 + 9 * 8, {"allocations": 8, "pages": 56, "device_pages": 72}),
+    (_lib.ruda_layout_desc, 4 + 4 + 4 + 4 + 8 * 8 + 8,
+     {"strategy": 4, "shape": 16, "elem_size": 80}),
+    # struct_size (+ pad), handle 24, rank, (pad) strides
+    (_lib.ruda_layout, 8 + 24 + 8 + 8 * 8, {"handle": 8, "rank": 32, "strides": 40}),
+    (_lib.ruda_copy_desc, 8 + 24 + 8 + 64 + 64 + 8,
+     {"handle": 8, "rank": 32, "shape": 40, "strides": 104, "elem_size": 168}),
     (_lib.ruda_spec_constant, 16, {"size": 4, "value": 8}),
-    # spirv*, spirv_size, entry_point*, binding_count, push_constant_size,
-    # spec_constants*, spec_constant_count (+ pad)
-    (_lib.ruda_kernel_desc, 48,
-     {"spirv_size": 8, "entry_point": 16, "binding_count": 24, "push_constant_size": 28,
-      "spec_constants": 32, "spec_constant_count": 40}),
-    (_lib.ruda_daemon_stats, 8 + 13 * 8, {"device_bytes": 8, "session_launches": 104}),
-    # double, 5 uint64, heap_count (+ pad), two uint64[16]
-    (_lib.ruda_device_utilization, 56 + 2 * 128,
-     {"heap_count": 48, "heap_usage": 56, "heap_budget": 184}),
+    # struct_size (+ pad), spirv*, spirv_size, entry_point*, binding_count,
+    # push_constant_size, spec_constants*, spec_constant_count (+ pad)
+    (_lib.ruda_kernel_desc, 56,
+     {"spirv": 8, "spirv_size": 16, "entry_point": 24, "binding_count": 32,
+      "push_constant_size": 36, "spec_constants": 40, "spec_constant_count": 48}),
+    # struct_size and sessions share the first 8 bytes
+    (_lib.ruda_daemon_stats, 8 + 13 * 8,
+     {"sessions": 4, "device_bytes": 8, "session_launches": 104}),
+    # struct_size (+ pad), double, 5 uint64, heap_count (+ pad), two uint64[16]
+    (_lib.ruda_device_utilization, 8 + 56 + 2 * 128,
+     {"recent": 8, "heap_count": 56, "heap_usage": 64, "heap_budget": 192}),
 ]
 
 
 @pytest.mark.parametrize("cls,size,offsets", LAYOUTS, ids=[c.__name__ for c, _, _ in LAYOUTS])
 def test_struct_matches_header(cls, size, offsets):
     assert ctypes.sizeof(cls) == size
+    if issubclass(cls, _lib._Sized):
+        assert cls.struct_size.offset == 0
+        assert cls().struct_size == size  # set as RUDA_<NAME>_INIT does
     for field, off in offsets.items():
         assert getattr(cls, field).offset == off, field
 

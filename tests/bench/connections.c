@@ -183,9 +183,9 @@ void bench_connections(void)
 		t[i] = bench_now() - t0;
 	}
 	/* each is alive: a round trip on the last and on the first */
-	ruda_device_properties props;
+	ruda_device_properties props = RUDA_DEVICE_PROPERTIES_INIT;
 	BENCH_CHECK(ruda_client_properties(c[0], &props) == RUDA_OK, "properties");
-	ruda_memory_usage mu;
+	ruda_memory_usage mu = RUDA_MEMORY_USAGE_INIT;
 	BENCH_CHECK(ruda_client_memory_usage(c[0], &mu) == RUDA_OK &&
 			    ruda_client_memory_usage(c[n - 1], &mu) == RUDA_OK,
 		    "a connected client does not answer");

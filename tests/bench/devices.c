@@ -48,9 +48,10 @@ static void open_devices(struct devices *d)
 	ruda_client_close(first);
 	BENCH_CHECK(n >= 2, "rudad opened %zu device(s); the devices group needs two", n);
 	d->n = n < MAX_DEVICES ? (uint32_t)n : MAX_DEVICES;
-	ruda_device_properties p0, p;
+	ruda_device_properties p0 = RUDA_DEVICE_PROPERTIES_INIT, p = RUDA_DEVICE_PROPERTIES_INIT;
 	for (uint32_t i = 0; i < d->n; i++) {
-		ruda_connect_options o = {.socket_path = d->daemon.socket_path,
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->daemon.socket_path,
 					  .client_name = "bench devices", .device_index = i};
 		BENCH_CHECK(ruda_client_connect(&o, &d->clients[i]) == RUDA_OK,
 			    "connect to device %u", i);
@@ -228,7 +229,7 @@ void bench_devices(void)
 {
 	struct devices d = {0};
 	open_devices(&d);
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(d.clients[0], &p);
 	/* each size: n sources and destinations on the devices, n inputs, a
 	 * reference, an accumulator and a read-back here, n slots in rudad */

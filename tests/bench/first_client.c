@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 
-	ruda_connect_options o = {.socket_path = argv[1], .client_name = "first_client"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = argv[1], .client_name = "first_client"};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
 	if (st != RUDA_OK)
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
 
 	ruda_spec_constant spec = {.id = 0, .size = 4, .value = value};
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = code,
 		.spirv_size = (size_t)len,
 		.entry_point = "main",

@@ -355,7 +355,7 @@ int main(int argc, char **argv)
 	struct bench_daemon warm;
 	bench_daemon_start(&warm, NULL);
 	ruda_client *c = bench_connect(&warm);
-	ruda_device_properties props;
+	ruda_device_properties props = RUDA_DEVICE_PROPERTIES_INIT;
 	BENCH_CHECK(ruda_client_properties(c, &props) == RUDA_OK, "properties");
 	ruda_client_close(c);
 	printf("ruda bench%s: %s (%s), Vulkan %u.%u, %u CPUs; rudad up in %.0f ms\n",

@@ -223,6 +223,7 @@ void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launc
 	uint32_t *code = bench_read_file(bench_path("shaders/fill.spv"), &size);
 	BENCH_CHECK(code, "cannot read %s", bench_path("shaders/fill.spv"));
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = code,
 		.spirv_size = size,
 		.entry_point = "main",

@@ -41,6 +41,7 @@ struct bench_runner *bench_runner_open(const struct bench_runner_options *o)
 		return r;
 	}
 	ruda_connect_options co = {
+		.struct_size = sizeof(ruda_connect_options),
 		.socket_path = o->socket_path,
 		.client_name = o->name ? o->name : "bench",
 		.priority = o->priority,
@@ -60,6 +61,7 @@ int bench_runner_kernel(struct bench_runner *r, const char *spv, uint32_t nbindi
 	uint32_t *code = bench_read_file(bench_path(spv), &size);
 	BENCH_CHECK(code, "cannot read %s", bench_path(spv));
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = code,
 		.spirv_size = size,
 		.entry_point = "main",

@@ -528,7 +528,8 @@ void bench_daemon_stop(struct bench_daemon *d)
 
 ruda_client *bench_connect(const struct bench_daemon *d)
 {
-	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "bench"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = "bench"};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
 	BENCH_CHECK(st == RUDA_OK, "connect: %s", ruda_strerror(st));

@@ -24,7 +24,7 @@ static void teardown(void)
 
 static uint64_t pages(void)
 {
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
 	return u.device_pages;
 }
@@ -56,7 +56,7 @@ START_TEST(dedicated_window_exports)
 			 RUDA_OK);
 	ck_assert_uint_eq(pages(), before + 3);
 	ck_assert_int_eq(ruda_client_sync_buffers(client, t.h, 3), RUDA_OK);
-	ruda_resource r;
+	ruda_resource r = RUDA_RESOURCE_INIT;
 	ck_assert_int_eq(ruda_client_get_resource(client, t.h[1], &r), RUDA_OK);
 	ck_assert_int_ge(r.fd, 0);
 	ck_assert_uint_eq(r.size, SIZE);
@@ -65,7 +65,7 @@ START_TEST(dedicated_window_exports)
 	struct stat st;
 	ck_assert_int_eq(fstat(r.fd, &st), 0);
 	/* a second export is another fd of the same memory */
-	ruda_resource again;
+	ruda_resource again = RUDA_RESOURCE_INIT;
 	ck_assert_int_eq(ruda_client_get_resource(client, t.h[1], &again), RUDA_OK);
 	ck_assert_int_ne(again.fd, r.fd);
 	ck_assert_uint_eq(again.memory_size, r.memory_size);
@@ -93,7 +93,7 @@ END_TEST
 
 START_TEST(get_resource_refusals)
 {
-	ruda_resource r;
+	ruda_resource r = RUDA_RESOURCE_INIT;
 	ruda_handle ghost = {.id = 77, .size = 4};
 	ck_assert_int_eq(ruda_client_get_resource(client, ghost, &r), RUDA_ERROR_INVALID_HANDLE);
 	ck_assert_int_eq(ruda_client_get_resource(client, ghost, NULL),

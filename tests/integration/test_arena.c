@@ -146,7 +146,7 @@ static void idle_clients_pin_nothing(int bounce)
 	f = admin_figures(&d);
 	ck_assert_uint_eq(f.imported, 1);
 
-	ruda_daemon_stats stats;
+	ruda_daemon_stats stats = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(c[2], &stats), RUDA_OK);
 	ruda_client_close(c[0]);
 	/* the session's end releases its arena, import and all */
@@ -262,6 +262,7 @@ static ruda_client *connect_with_arena(const struct test_daemon *d, int fd, uint
 				       ruda_status *st)
 {
 	ruda_connect_options o = {
+		.struct_size = sizeof(ruda_connect_options),
 		.socket_path = d->socket_path,
 		.client_name = "own arena",
 		.use_arena_fd = 1,

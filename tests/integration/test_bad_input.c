@@ -620,6 +620,7 @@ static ruda_status try_register(ruda_client *c, const uint32_t *words, size_t si
 				size_t why_len)
 {
 	ruda_kernel_desc desc = {
+		.struct_size = sizeof(ruda_kernel_desc),
 		.spirv = words,
 		.spirv_size = size,
 		.entry_point = entry,
@@ -708,7 +709,7 @@ START_TEST(test_bad_launches)
 	ck_assert_status(ruda_client_sync(c), RUDA_OK);
 
 	/* more workgroups than the device can dispatch */
-	ruda_device_properties props;
+	ruda_device_properties props = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_status(ruda_client_properties(c, &props), RUDA_OK);
 	ck_assert_uint_lt(props.max_workgroup_count[0], UINT32_MAX);
 	ruda_handle out;

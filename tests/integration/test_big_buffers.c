@@ -26,7 +26,7 @@ static void teardown(void)
 START_TEST(larger_than_one_binding)
 {
 	ruda_client *c = test_connect(&daemon_, "big");
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(c, &p), RUDA_OK);
 	uint64_t range = p.max_storage_buffer_range;
 	if (range > (512ull << 20) || range + (1u << 20) > p.max_buffer_size) {

@@ -41,7 +41,7 @@ static void round_trip(size_t size, uint64_t seed)
 
 START_TEST(device_reports_no_import)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(client, &p), RUDA_OK);
 	ck_assert_int_eq(p.host_import, 0);
 }
@@ -69,11 +69,13 @@ END_TEST
 START_TEST(tensor_gather_through_the_bounce_buffer)
 {
 	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, t[6];
-	ruda_layout_desc d = {.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 2, .shape = {2, 3},
+	ruda_layout_desc d = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 2, .shape = {2, 3},
 			      .elem_size = 4};
-	ruda_layout l;
+	ruda_layout l = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_create_tensor(client, &d, m, &l), RUDA_OK);
-	ruda_copy_desc c = {.handle = l.handle, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+	ruda_copy_desc c = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = l.handle, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
 			    .elem_size = 4};
 	void *dst = t;
 	ck_assert_int_eq(ruda_client_read_tensor(client, &c, 1, &dst), RUDA_OK);

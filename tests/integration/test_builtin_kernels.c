@@ -169,7 +169,7 @@ START_TEST(f16_sum_where_supported)
 {
 	size_t size;
 	uint32_t *words = test_load_spirv("reduce_sum_f16", &size);
-	ruda_kernel_desc desc = {words, size, "main", 2, 12, NULL, 0};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), words, size, "main", 2, 12, NULL, 0};
 	ruda_kernel k;
 	ruda_status st = ruda_client_kernel_register(client, &desc, &k);
 	free(words);

@@ -57,7 +57,7 @@ static ruda_daemon_stats use_kernel(struct test_daemon *d, const char *kernel)
 	ck_assert_int_eq(ruda_client_read_one(c, h, out), RUDA_OK);
 	for (int i = 0; i < 256; i++)
 		ck_assert_uint_eq(out[i], 42);
-	ruda_daemon_stats s;
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(c, &s), RUDA_OK);
 	ruda_client_close(c);
 	return s;
@@ -220,7 +220,7 @@ START_TEST(modules_known_by_hash)
 	ruda_client *b = test_connect(&d, "b");
 	ck_assert_int_eq(ruda_client_kernel_lookup(b, words, size, &held), RUDA_OK);
 	ck_assert_int_eq(held, 1);
-	ruda_daemon_stats s;
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	test_register(b, "fill", 1, 8);
 	ck_assert_int_eq(ruda_client_daemon_stats(b, &s), RUDA_OK);
 	ck_assert_uint_eq(s.kernels_compiled, 1);
@@ -230,7 +230,8 @@ START_TEST(modules_known_by_hash)
 	ruda_spec_constant spec = {.id = 0, .size = 4, .value = 7};
 	size_t spec_size;
 	uint32_t *spec_words = test_load_spirv("tests/shaders/spec_fill", &spec_size);
-	ruda_kernel_desc desc = {spec_words, spec_size, "main", 1, 4, &spec, 1};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc),
+		spec_words, spec_size, "main", 1, 4, &spec, 1};
 	ruda_kernel k;
 	ck_assert_int_eq(ruda_client_kernel_register(b, &desc, &k), RUDA_OK);
 	ruda_handle h;

@@ -24,13 +24,14 @@ static void teardown(void)
  * Exits 0 only if every result is right. */
 static int client_work(int index)
 {
-	ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = "worker"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "worker"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return 2;
 	size_t spirv_size;
 	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {spirv, spirv_size, "main", 3, 4};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
 	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
 		return 3;
@@ -94,7 +95,7 @@ START_TEST(killed_client_is_cleaned_up)
 	test_fill_random(data, sizeof(data), 42);
 	ck_assert_int_eq(ruda_client_create(survivor, data, sizeof(data), &mine), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(survivor), RUDA_OK);
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(survivor, &base), RUDA_OK);
 	int fds_before = test_settled_fds(daemon_.pid);
 
@@ -103,14 +104,15 @@ START_TEST(killed_client_is_cleaned_up)
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = "victim"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = daemon_.socket_path, .client_name = "victim"};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(1);
 		ruda_kernel fill;
 		size_t size;
 		uint32_t *spirv = test_load_spirv("fill", &size);
-		ruda_kernel_desc desc = {spirv, size, "main", 1, 8};
+		ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, size, "main", 1, 8};
 		if (ruda_client_kernel_register(c, &desc, &fill) != RUDA_OK)
 			_exit(1);
 		ruda_handle big[8];
@@ -131,7 +133,7 @@ START_TEST(killed_client_is_cleaned_up)
 	char x;
 	ck_assert_int_eq(read(ready[0], &x, 1), 1);
 	usleep(200 * 1000);
-	ruda_daemon_stats busy;
+	ruda_daemon_stats busy = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(survivor, &busy), RUDA_OK);
 	ck_assert_uint_eq(busy.sessions, 2);
 	ck_assert_uint_ge(busy.device_bytes, base.device_bytes + (64u << 20));

@@ -44,7 +44,7 @@ static int well_behaved(int stop)
 		return 2;
 	size_t spirv_size;
 	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {spirv, spirv_size, "main", 3, 4};
+	ruda_kernel_desc desc = {sizeof(desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
 	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
 		return 3;
@@ -158,7 +158,7 @@ static ruda_status register_bomb(ruda_client *c, uint32_t n, ruda_kernel *k, cha
 	size_t size;
 	uint32_t *spirv = test_load_spirv("tests/shaders/compile_bomb", &size);
 	ruda_spec_constant spec = {.id = 0, .size = 4, .value = n};
-	ruda_kernel_desc desc = {spirv, size, "main", 1, 0, &spec, 1};
+	ruda_kernel_desc desc = {sizeof(desc), spirv, size, "main", 1, 0, &spec, 1};
 	ruda_status st = ruda_client_kernel_register(c, &desc, k);
 	free(spirv);
 	why[0] = '\0';

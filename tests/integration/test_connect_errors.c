@@ -24,7 +24,8 @@ struct attempt {
 
 static void attempt_connect(const char *path, struct attempt *a)
 {
-	ruda_connect_options o = {.socket_path = path, .client_name = "connect-errors"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = path, .client_name = "connect-errors"};
 	ruda_client *c = (ruda_client *)&o; /* must come back NULL */
 	a->status = ruda_client_connect(&o, &c);
 	a->out_was_null = c == NULL;
@@ -141,7 +142,8 @@ START_TEST(full_daemon_says_busy)
 	const char *const one[] = {"--set", "max_clients=1", NULL};
 	test_daemon_start(&d, one);
 	/* the harness's readiness probe may hold the one slot for a moment */
-	ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "first"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .client_name = "first"};
 	ruda_client *first = NULL;
 	for (int i = 0; i < 200 && ruda_client_connect(&o, &first) == RUDA_ERROR_BUSY; i++)
 		usleep(10000);

@@ -17,7 +17,8 @@ static ruda_client *clients[NDEV];
 
 static ruda_client *connect_to(uint32_t index, const char *name)
 {
-	ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = name,
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = name,
 				  .device_index = index};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
@@ -70,12 +71,13 @@ END_TEST
 START_TEST(connect_by_id)
 {
 	ruda_device_type type = ruda_client_device_id(clients[0]).type_id;
-	ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = "by id",
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "by id",
 				  .use_device_id = 1,
 				  .device_id = {.type_id = type, .index_id = 2}};
 	ruda_client *c = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_OK);
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(c, &p), RUDA_OK);
 	ck_assert_uint_eq(p.index, 2);
 	ck_assert_uint_eq(p.id.index_id, 2);
@@ -87,7 +89,8 @@ START_TEST(connect_by_id)
 		.type_id = type == RUDA_DEVICE_CPU ? RUDA_DEVICE_DISCRETE_GPU : RUDA_DEVICE_CPU,
 		.index_id = 0};
 	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_ERROR_INVALID_ARGUMENT);
-	ruda_connect_options byindex = {.socket_path = daemon_.socket_path, .device_index = NDEV};
+	ruda_connect_options byindex = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .device_index = NDEV};
 	ck_assert_int_eq(ruda_client_connect(&byindex, &c), RUDA_ERROR_INVALID_ARGUMENT);
 }
 END_TEST
@@ -96,6 +99,7 @@ START_TEST(properties_values)
 {
 	ruda_device_properties p[NDEV];
 	for (uint32_t i = 0; i < NDEV; i++) {
+		p[i] = (ruda_device_properties)RUDA_DEVICE_PROPERTIES_INIT;
 		ck_assert_int_eq(ruda_client_properties(clients[i], &p[i]), RUDA_OK);
 		ck_assert_uint_eq(p[i].index, i);
 		ck_assert_uint_eq(p[i].physical_index, p[0].physical_index);
@@ -123,7 +127,7 @@ START_TEST(properties_values)
 	for (uint32_t i = 0; i < p[0].features.coop_matrix_count; i++)
 		ck_assert(p[0].features.coop_matrix[i].m && p[0].features.coop_matrix[i].n &&
 			  p[0].features.coop_matrix[i].k);
-	ruda_features f;
+	ruda_features f = RUDA_FEATURES_INIT;
 	ck_assert_int_eq(ruda_client_features(clients[0], &f), RUDA_OK);
 	ck_assert_uint_eq(f.elem_types, p[0].features.elem_types);
 
@@ -134,7 +138,7 @@ START_TEST(properties_values)
 	ck_assert_uint_eq(ruda_client_properties_fingerprint(clients[2]), fp);
 
 	/* another device's properties through any client */
-	ruda_device_properties other;
+	ruda_device_properties other = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_device_properties(clients[0], p[2].id, &other), RUDA_OK);
 	ck_assert_uint_eq(other.index, 2);
 	ck_assert_int_eq(ruda_client_device_properties(
@@ -153,7 +157,7 @@ START_TEST(properties_values)
 	ck_assert_uint_eq(other.max_bindings, p[1].max_bindings);
 	ck_assert_uint_eq(ruda_client_properties_fingerprint(clients[0]), fp);
 
-	ruda_target_properties t;
+	ruda_target_properties t = RUDA_TARGET_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_target_properties(clients[1], &t), RUDA_OK);
 	ck_assert_uint_eq(t.subgroup_size, p[1].subgroup_size);
 	ck_assert_uint_eq(t.max_shared_memory, p[1].max_shared_memory);
@@ -180,12 +184,14 @@ END_TEST
 
 START_TEST(utilization_counts_work)
 {
-	ruda_device_utilization u0, u1;
+	ruda_device_utilization u0 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization u1 = RUDA_DEVICE_UTILIZATION_INIT;
 	ck_assert_int_eq(ruda_client_utilization(clients[1], &u0), RUDA_OK);
 	ck_assert(u0.recent >= 0 && u0.recent <= 1);
 	ck_assert_uint_gt(u0.uptime_ns, 0);
 	/* work on device 1: its busy time grows, device 2's does not */
-	ruda_device_utilization other0, other1;
+	ruda_device_utilization other0 = RUDA_DEVICE_UTILIZATION_INIT;
+	ruda_device_utilization other1 = RUDA_DEVICE_UTILIZATION_INIT;
 	ck_assert_int_eq(ruda_client_utilization(clients[2], &other0), RUDA_OK);
 	enum { SIZE = 8 << 20 };
 	uint8_t *data = malloc(SIZE);
@@ -316,7 +322,8 @@ START_TEST(to_client_other_process_refused)
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
-		ruda_connect_options o = {.socket_path = daemon_.socket_path, .device_index = 1};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = daemon_.socket_path, .device_index = 1};
 		ruda_client *c = NULL;
 		uint64_t id = ruda_client_connect(&o, &c) == RUDA_OK ? ruda_client_session_id(c) : 0;
 		if (write(ids[1], &id, sizeof(id)) != sizeof(id))
@@ -905,7 +912,8 @@ START_TEST(to_client_quota)
 	struct test_daemon d;
 	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
 						     "max_memory_per_client=5M", NULL});
-	ruda_connect_options o = {.socket_path = d.socket_path, .device_index = 0};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .device_index = 0};
 	ruda_client *a = NULL, *b = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
 	o.device_index = 1;
@@ -925,7 +933,7 @@ START_TEST(to_client_quota)
 	ck_assert_int_eq(ruda_client_release(b, held), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
 	ck_assert_int_eq(ruda_client_to_client(a, big, b, RUDA_ELEM_U8, &moved), RUDA_OK);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 2);
 	ck_assert_uint_ge(u.bytes_in_use, 4 << 20);
@@ -946,12 +954,13 @@ START_TEST(logical_devices_share_the_heap)
 	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set",
 						     "max_memory_per_client=unlimited", "--set",
 						     "max_memory_per_uid=unlimited", NULL});
-	ruda_connect_options o = {.socket_path = d.socket_path, .device_index = 0};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .device_index = 0};
 	ruda_client *a = NULL, *b = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &a), RUDA_OK);
 	o.device_index = 1;
 	ck_assert_int_eq(ruda_client_connect(&o, &b), RUDA_OK);
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(a, &p), RUDA_OK);
 	/* 256 MiB, or a 64th of a larger heap (an H200's 140 GiB) */
 	uint64_t heap = p.device_local_bytes, chunk = 256ull << 20;
@@ -975,7 +984,7 @@ START_TEST(logical_devices_share_the_heap)
 	char why[256];
 	ruda_client_last_error(b, why, sizeof(why));
 	ck_assert_msg(strstr(why, "allocating"), "%s", why);
-	ruda_memory_usage ua, ub;
+	ruda_memory_usage ua = RUDA_MEMORY_USAGE_INIT, ub = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(a, &ua), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(b, &ub), RUDA_OK);
 	ck_assert_uint_le(ua.device_bytes_reserved + ub.device_bytes_reserved, heap);

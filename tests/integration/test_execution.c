@@ -42,7 +42,7 @@ static ruda_handle busy_work(ruda_client *c, uint32_t words, int launches)
 
 START_TEST(gpu_time_is_accounted)
 {
-	ruda_daemon_stats before, after;
+	ruda_daemon_stats before = RUDA_DAEMON_STATS_INIT, after = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &before), RUDA_OK);
 	ck_assert_uint_eq(before.session_gpu_time_ns, 0);
 	busy_work(client, 1u << 20, 20);
@@ -52,7 +52,7 @@ START_TEST(gpu_time_is_accounted)
 	ck_assert_uint_gt(after.session_gpu_time_ns, 0);
 	/* another client's counters are its own */
 	ruda_client *other = test_connect(&daemon_, "idle");
-	ruda_daemon_stats idle;
+	ruda_daemon_stats idle = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(other, &idle), RUDA_OK);
 	ck_assert_uint_eq(idle.session_gpu_time_ns, 0);
 	ck_assert_uint_eq(idle.session_launches, 0);
@@ -427,7 +427,7 @@ START_TEST(submission_timeout)
 	const char *args[] = {"--set", "submission_timeout_ms=300", NULL};
 	test_daemon_start(&d, args);
 	ruda_client *c = test_connect(&d, "slow");
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(c, &p);
 	if (p.type != RUDA_DEVICE_CPU) {
 		/* the workload below is seconds long only on a CPU device (CI's);

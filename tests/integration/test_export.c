@@ -302,6 +302,7 @@ static ruda_resource export(ruda_handle h)
 {
 	ruda_resource r;
 	memset(&r, 0xa5, sizeof(r));
+	r.struct_size = sizeof(r);
 	ck_assert_int_eq(ruda_client_get_resource(client, h, &r), RUDA_OK);
 	ck_assert_int_ge(r.fd, 0);
 	return r;
@@ -449,7 +450,7 @@ END_TEST
 START_TEST(refusals)
 {
 	int fds_before = test_count_fds(0);
-	ruda_resource r;
+	ruda_resource r = RUDA_RESOURCE_INIT;
 	ruda_handle ghost = {.id = 77, .size = 4};
 	ck_assert_int_eq(ruda_client_get_resource(client, ghost, &r), RUDA_ERROR_INVALID_HANDLE);
 	ck_assert_int_eq(ruda_client_get_resource(client, ghost, NULL),
@@ -497,7 +498,7 @@ START_TEST(no_fd_left_in_rudad)
 	}
 	/* refusals send no fd and keep none */
 	ruda_handle ghost = {.id = 999, .size = 4};
-	ruda_resource r;
+	ruda_resource r = RUDA_RESOURCE_INIT;
 	for (int i = 0; i < 50; i++)
 		ck_assert_int_eq(ruda_client_get_resource(client, ghost, &r),
 				 RUDA_ERROR_INVALID_HANDLE);
@@ -516,7 +517,7 @@ START_TEST(export_off_is_unsupported)
 	uint8_t data[1000], back[1000];
 	test_fill_random(data, sizeof(data), 46);
 	ruda_handle h = create_dedicated(data, sizeof(data));
-	ruda_resource r;
+	ruda_resource r = RUDA_RESOURCE_INIT;
 	ck_assert_int_eq(ruda_client_get_resource(client, h, &r), RUDA_ERROR_UNSUPPORTED);
 	char why[256];
 	ruda_client_last_error(client, why, sizeof(why));

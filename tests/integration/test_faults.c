@@ -252,7 +252,7 @@ START_TEST(killed_daemon_restarts_with_its_cache)
 	ck_assert_int_eq(after.st_mtime, saved.st_mtime);
 	start_at(&d, sock, cache);
 	c = test_connect(&d, "reconnected");
-	ruda_daemon_stats s;
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	ck_assert_status(ruda_client_daemon_stats(c, &s), RUDA_OK);
 	ck_assert_uint_eq(s.cache_file_bytes, (uint64_t)saved.st_size);
 	add_checked(c, 1000, 2);
@@ -346,7 +346,7 @@ START_TEST(full_disk_keeps_the_old_cache)
 		unsetenv("RUDA_TEST_WRAPPER");
 
 	c = test_connect(&d, "on a full disk");
-	ruda_daemon_stats s;
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	ck_assert_status(ruda_client_daemon_stats(c, &s), RUDA_OK);
 	ck_assert_uint_eq(s.cache_file_bytes, (uint64_t)st.st_size); /* loaded */
 	/* new kernels to save: fill with a specialization the seed lacks */

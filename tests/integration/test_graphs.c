@@ -134,7 +134,7 @@ START_TEST(replay_matches_launches)
 		expect(client, g[b], want[b], names[b]);
 		expect(client, d[b], want[b], names[b]);
 	}
-	ruda_daemon_stats st;
+	ruda_daemon_stats st = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &st), RUDA_OK);
 	ck_assert_uint_eq(st.session_launches, 2 * REPLAYS * 12);
 	ruda_graph_release(graph);
@@ -290,7 +290,7 @@ END_TEST
 START_TEST(release_while_replaying)
 {
 	enum { BIG = 1 << 20, REPLAYS = 20 };
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	ruda_kernel sx = test_register(client, "saxpy", 2, 8);
 	float *x = malloc(BIG * sizeof(float)), *y = calloc(BIG, sizeof(float));
@@ -359,7 +359,7 @@ static int replay_until_killed(ruda_client *c, void *arg)
  * behind, and everyone else carries on. */
 START_TEST(killed_while_replaying)
 {
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	test_kill(test_fork_client(&daemon_, "replaying", replay_until_killed, NULL));
 	ruda_daemon_stats after = test_wait_for_stats(client, 1, base.device_bytes);
@@ -383,7 +383,7 @@ END_TEST
 /* Closing a client with graphs and a capture open releases them. */
 START_TEST(graphs_released_with_session)
 {
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	ruda_client *other = test_connect(&daemon_, "other");
 	ruda_kernel sx = test_register(other, "saxpy", 2, 8);

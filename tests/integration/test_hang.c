@@ -237,7 +237,8 @@ static int other_user_round_trip(const struct test_daemon *d, uint64_t size)
 	if (pid == 0) {
 		if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
 			_exit(2);
-		ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "other"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = "other"};
 		ruda_client *c = NULL;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(3);
@@ -276,7 +277,7 @@ START_TEST(default_quotas_leave_room_for_others)
 	test_daemon_start(&d, args);
 	ck_assert_int_eq(chmod(d.dir, 0711), 0); /* the other user reaches the socket */
 	ruda_client *greedy = test_connect(&d, "greedy");
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(greedy, &p);
 	/* sixteenths of the heap, or smaller parts where a sixteenth is over
 	 * the largest buffer (an H200's 140 GiB heap, 4 GiB buffers) */
@@ -293,7 +294,7 @@ START_TEST(default_quotas_leave_room_for_others)
 	expect_error(greedy, st, RUDA_ERROR_QUOTA, "quota");
 	/* refused at its half of the heap, not by the driver when it is full */
 	ck_assert_int_eq(n, parts / 2);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_status(ruda_client_memory_usage(greedy, &u), RUDA_OK);
 	ck_assert_uint_eq(u.quota, heap / 2);
 

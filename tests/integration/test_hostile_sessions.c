@@ -43,13 +43,13 @@ START_TEST(teardown_of_many_buffers_does_not_stall)
 	test_fill_random(data, sizeof(data), 26);
 	ruda_handle h;
 	ck_assert_int_eq(ruda_client_create(victim, data, sizeof(data), &h), RUDA_OK);
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_sync(victim), RUDA_OK);
 	ck_assert_int_eq(ruda_client_daemon_stats(victim, &base), RUDA_OK);
 	ck_assert_uint_eq(base.sessions, 1);
 
 	pid_t attacker = test_fork_client(&d, "many-buffers", make_many_buffers, NULL);
-	ruda_daemon_stats st;
+	ruda_daemon_stats st = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(victim, &st), RUDA_OK);
 	ck_assert_uint_ge(st.device_bytes, base.device_bytes + MANY_BUFFERS * 16ull);
 
@@ -194,7 +194,8 @@ static int good_client_as(const struct test_daemon *d, uid_t uid)
 	if (pid == 0) {
 		if (become(uid))
 			_exit(2);
-		ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "good"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d->socket_path, .client_name = "good"};
 		ruda_client *c;
 		if (ruda_client_connect(&o, &c) != RUDA_OK)
 			_exit(3);
@@ -397,7 +398,8 @@ static pid_t lease_hog(const struct test_daemon *d, int hold_ms, int ready)
 		return pid;
 	if (become(65534))
 		_exit(2);
-	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "lease-hog"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = "lease-hog"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		_exit(3);
@@ -453,7 +455,8 @@ START_TEST(leases_follow_the_policy)
 	if (pid == 0) {
 		if (become(65534))
 			_exit(2);
-		ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "no-lease"};
+		ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+			.socket_path = d.socket_path, .client_name = "no-lease"};
 		ruda_client *cl;
 		if (ruda_client_connect(&o, &cl) != RUDA_OK)
 			_exit(3);

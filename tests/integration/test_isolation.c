@@ -68,7 +68,7 @@ static void assert_zeros(const uint8_t *bytes, size_t size)
  * all: docs/memory.md, "Kept dedicated pages"). Every byte is 0. */
 static void expect_zeros_where_pattern_was(void)
 {
-	ruda_memory_usage before, after;
+	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT, after = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
 	ck_assert_uint_ge(before.device_pages, 2); /* the empty shared page and the kept one */
 	ruda_handle h[NSHARED + 1];
@@ -101,7 +101,7 @@ START_TEST(empty_after_release_reads_zeros)
 	for (size_t i = 0; i <= NSHARED; i++)
 		ck_assert_int_eq(ruda_client_release(a, h[i]), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(a, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 0);
 	ck_assert_uint_eq(u.device_pages, 2); /* the shared page, empty, and the dedicated one, kept */
@@ -113,7 +113,7 @@ END_TEST
 /* The other client disconnects holding its buffers. */
 START_TEST(empty_after_close_reads_zeros)
 {
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	ruda_client *a = test_connect(&daemon_, "a");
 	ruda_handle h[NSHARED + 1];
@@ -143,10 +143,10 @@ static int write_the_pattern(ruda_client *c, void *arg)
 /* The other client is killed holding its buffers. */
 START_TEST(empty_after_kill_reads_zeros)
 {
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	pid_t pid = test_fork_client(&daemon_, "killed", write_the_pattern, NULL);
-	ruda_daemon_stats held;
+	ruda_daemon_stats held = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &held), RUDA_OK);
 	ck_assert_uint_eq(held.device_buffers, base.device_buffers + NSHARED + 1);
 	test_kill(pid);
@@ -173,9 +173,10 @@ START_TEST(empty_tensors_read_zeros)
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	ruda_client_close(a);
 
-	ruda_layout_desc d = {.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2,
+	ruda_layout_desc d = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2,
 			      .shape = {ROWS, COLS}, .elem_size = 4};
-	ruda_layout l;
+	ruda_layout l = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_empty_tensor(client, &d, &l), RUDA_OK);
 	ck_assert_uint_eq(l.strides[0], PITCH); /* pitched: padding after every row */
 	ck_assert_uint_eq(l.handle.offset, 0); /* where the pattern began */
@@ -189,11 +190,12 @@ START_TEST(empty_tensors_read_zeros)
 	/* two tensors in one buffer: each reads as zeros, and so does the
 	 * gap that aligns the second (read through a view of the buffer) */
 	ruda_layout_desc two[2] = {
-		{.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 1, .shape = {1001}, .elem_size = 1},
+		{.struct_size = sizeof(ruda_layout_desc), .strategy = RUDA_LAYOUT_CONTIGUOUS,
+		 .rank = 1, .shape = {1001}, .elem_size = 1},
 		{.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 2, .shape = {ROWS, COLS},
 		 .elem_size = 4},
 	};
-	ruda_layout lt[2];
+	ruda_layout lt[2] = {RUDA_LAYOUT_INIT};
 	ck_assert_int_eq(ruda_client_empty_tensors(client, two, 2, lt), RUDA_OK);
 	ck_assert_uint_eq(lt[0].handle.id, lt[1].handle.id);
 	ck_assert_uint_gt(lt[1].handle.offset, 1001); /* a gap lies between */
@@ -364,12 +366,14 @@ static void *round_trips_run(void *arg)
  * is back to its baseline. */
 START_TEST(large_free_while_another_round_trips)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
 	uint64_t big = p.max_buffer_size < (1ull << 30) ? p.max_buffer_size : (1ull << 30);
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
-	ruda_memory_usage before, held, after;
+	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage held = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage after = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
 
 	struct round_trips rt = {.client = test_connect(&daemon_, "b")};

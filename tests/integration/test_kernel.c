@@ -69,7 +69,7 @@ START_TEST(fill_words)
 	for (size_t i = 0; i < N - 5; i++)
 		ck_assert_uint_eq(out[i], 0xdeadbeef);
 	/* a slice binding: fill only words 4..12 of the tail window */
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
 	ck_assert_uint_le(p.min_storage_buffer_offset_alignment, 32);
 	uint32_t push2[2] = {7, 3};
@@ -165,7 +165,7 @@ END_TEST
 
 START_TEST(compiled_once_for_all_clients)
 {
-	ruda_daemon_stats before, after;
+	ruda_daemon_stats before = RUDA_DAEMON_STATS_INIT, after = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &before), RUDA_OK);
 	ruda_kernel k1 = test_register(client, "add_f32", 3, 4);
 	ruda_client *other = test_connect(&daemon_, "second");

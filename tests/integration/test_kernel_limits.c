@@ -34,13 +34,14 @@ static void teardown(void)
  * if every result was right and it did at least one round. */
 static int well_behaved(int stop)
 {
-	ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = "good"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = daemon_.socket_path, .client_name = "good"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return 2;
 	size_t spirv_size;
 	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {spirv, spirv_size, "main", 3, 4};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
 	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
 		return 3;
@@ -106,7 +107,8 @@ static void stop_well_behaved(pid_t pid, int stop_write)
 static void expect_refused(ruda_client *c, const uint32_t *spirv, size_t size, uint32_t bindings,
 			   const ruda_spec_constant *spec, uint32_t nspec, const char *const *needles)
 {
-	ruda_kernel_desc desc = {spirv, size, "main", bindings, 0, spec, nspec};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc),
+		spirv, size, "main", bindings, 0, spec, nspec};
 	ruda_kernel k;
 	ruda_status st = ruda_client_kernel_register(c, &desc, &k);
 	char why[512] = "";
@@ -162,7 +164,7 @@ START_TEST(hostile_kernels_refused)
 	size_t size;
 	uint32_t *spirv = test_load_spirv("tests/shaders/spec_limits", &size);
 	ruda_spec_constant sane[] = {{0, 4, 64}, {2, 4, 64}};
-	ruda_kernel_desc desc = {spirv, size, "main", 1, 0, sane, 2};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, size, "main", 1, 0, sane, 2};
 	ruda_kernel k;
 	ck_assert_int_eq(ruda_client_kernel_register(c, &desc, &k), RUDA_OK);
 	free(spirv);
@@ -222,7 +224,7 @@ START_TEST(dropped_pipelines_give_memory_back)
 	/* one compiled and launched first: the compiler's own start-up is
 	 * not what is measured */
 	ruda_spec_constant v = {.id = 0, .size = 4, .value = 7};
-	ruda_kernel_desc desc = {spirv, size, "main", 1, 4, &v, 1};
+	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, size, "main", 1, 4, &v, 1};
 	ruda_kernel k;
 	ck_assert_int_eq(ruda_client_kernel_register(c, &desc, &k), RUDA_OK);
 	uint32_t count = 64;

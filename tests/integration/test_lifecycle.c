@@ -73,7 +73,8 @@ END_TEST
 
 START_TEST(connect_without_daemon)
 {
-	ruda_connect_options o = {.socket_path = "/tmp/ruda-no-such-dir/rudad.sock"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = "/tmp/ruda-no-such-dir/rudad.sock"};
 	ruda_client *c = NULL;
 	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_ERROR_DISCONNECTED);
 	ck_assert_ptr_null(c);
@@ -123,7 +124,7 @@ START_TEST(properties_reported)
 	struct test_daemon d;
 	test_daemon_start(&d, NULL);
 	ruda_client *c = test_connect(&d, "props");
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(c, &p), RUDA_OK);
 	ck_assert_str_ne(p.name, "");
 	ck_assert_uint_gt(p.max_buffer_size, 0);

@@ -30,7 +30,7 @@ static void teardown(void)
 
 START_TEST(try_empty_verdicts)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
 	ruda_handle h;
 	ck_assert_int_eq(ruda_client_try_empty(client, p.max_buffer_size + 1, &h),
@@ -40,7 +40,7 @@ START_TEST(try_empty_verdicts)
 	ck_assert_ptr_nonnull(strstr(why, "allocating"));
 	/* a refused try leaves nothing behind, and no asynchronous error */
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 0);
 	ck_assert_int_eq(ruda_client_try_empty(client, 4096, &h), RUDA_OK);
@@ -59,9 +59,9 @@ END_TEST
 START_TEST(memory_usage_is_per_client)
 {
 	ruda_client *idle = test_connect(&daemon_, "idle");
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
-	ruda_memory_usage base;
+	ruda_memory_usage base = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(idle, &base), RUDA_OK);
 	/* ten small buffers (shared pages) and one over 64 MiB (a page of its
 	 * own on every device: above a quarter page, pages are <= 256 MiB) */
@@ -75,7 +75,7 @@ START_TEST(memory_usage_is_per_client)
 	ck_assert_int_eq(ruda_client_write(client, small[0], 0, data, sizeof(data)), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
 
-	ruda_memory_usage mine, theirs;
+	ruda_memory_usage mine = RUDA_MEMORY_USAGE_INIT, theirs = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &mine), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(idle, &theirs), RUDA_OK);
 	uint64_t asked = (64u << 20) + 4096 + 10 * 1000 + 45;
@@ -123,7 +123,7 @@ END_TEST
  * run out before the heap's reported size, which is the same verdict. */
 START_TEST(try_empty_out_of_memory)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
 	uint64_t heap = p.device_local_bytes;
 	ck_assert_uint_gt(heap, 0);
@@ -169,7 +169,7 @@ START_TEST(small_buffers_share_pages)
 	ruda_handle h[N];
 	for (int i = 0; i < N; i++)
 		ck_assert_int_eq(ruda_client_empty(client, SIZE, &h[i]), RUDA_OK);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, N);
 	ck_assert_uint_eq(u.bytes_in_use, (uint64_t)N * SIZE);
@@ -201,7 +201,7 @@ static ruda_memory_usage big_buffer_made_and_released(ruda_client *c,
 						      const ruda_memory_usage *base)
 {
 	ruda_handle big;
-	ruda_memory_usage full;
+	ruda_memory_usage full = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_empty(c, 100u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &full), RUDA_OK);
 	ck_assert_uint_ge(full.device_bytes_reserved, base->device_bytes_reserved + (100u << 20));
@@ -215,7 +215,9 @@ static ruda_memory_usage big_buffer_made_and_released(ruda_client *c,
  * zero fill included: a sync waits for that. */
 START_TEST(cleanup_gives_pages_back)
 {
-	ruda_memory_usage before, full, after;
+	ruda_memory_usage before = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage full = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage after = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &before), RUDA_OK);
 	ruda_handle h[64];
 	for (int i = 0; i < 64; i++)
@@ -232,7 +234,7 @@ START_TEST(cleanup_gives_pages_back)
 	 * next buffer of their size (the heap is more than 8 x 100 MiB here),
 	 * given back by cleanup */
 	ruda_handle big;
-	ruda_memory_usage kept, again;
+	ruda_memory_usage kept = RUDA_MEMORY_USAGE_INIT, again = RUDA_MEMORY_USAGE_INIT;
 	full = big_buffer_made_and_released(client, &after);
 	ck_assert_int_eq(ruda_client_memory_usage(client, &kept), RUDA_OK);
 	ck_assert_uint_eq(kept.device_bytes_reserved, full.device_bytes_reserved);
@@ -271,7 +273,7 @@ static int allocate_some(ruda_client *c, void *arg)
  * were. */
 START_TEST(back_to_baseline_after_kills)
 {
-	ruda_daemon_stats base;
+	ruda_daemon_stats base = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &base), RUDA_OK);
 	int fds = test_settled_fds(daemon_.pid);
 	for (int round = 0; round < 100; round++)
@@ -307,7 +309,7 @@ START_TEST(quotas_enforced)
 	ck_assert_int_eq(ruda_client_empty(b, 3u << 20, &big), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_ERROR_QUOTA);
 	ck_assert_int_eq(ruda_client_check(b, &big, 1), RUDA_ERROR_QUOTA);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
 	ck_assert_uint_eq(u.quota, 5u << 20);
 	ck_assert_uint_eq(u.uid_bytes, 5u << 20);
@@ -365,7 +367,7 @@ START_TEST(quota_per_client_while_another_allocates)
 		for (int i = 0; i < 4; i++)
 			ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[i]), RUDA_OK);
 		ck_assert_int_eq(ruda_client_try_empty(a, 1u << 20, &h[4]), RUDA_ERROR_QUOTA);
-		ruda_memory_usage u;
+		ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 		ck_assert_int_eq(ruda_client_memory_usage(a, &u), RUDA_OK);
 		ck_assert_uint_eq(u.bytes_in_use, 4u << 20);
 		for (int i = 0; i < 4; i++)
@@ -390,7 +392,9 @@ START_TEST(kept_pages_age_out)
 	const char *args[] = {"--set", "freed_memory_keep_ms=300", NULL};
 	test_daemon_start(&d, args);
 	ruda_client *c = test_connect(&d, "ager");
-	ruda_memory_usage base, full, u;
+	ruda_memory_usage base = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage full = RUDA_MEMORY_USAGE_INIT;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(c, &base), RUDA_OK);
 	full = big_buffer_made_and_released(c, &base);
 	ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);

@@ -17,7 +17,8 @@
 static ruda_client *connect_at(const struct test_daemon *d, const char *name, uint32_t priority,
 			       ruda_status *status)
 {
-	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = name,
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = name,
 				  .priority = priority};
 	ruda_client *c = NULL;
 	*status = ruda_client_connect(&o, &c);

@@ -903,7 +903,8 @@ START_TEST(drain_then_last_client_leaves)
 	expect_ok(r, "drain");
 	expect_in(r->out, "draining");
 	/* no new clients; the one here keeps working */
-	ruda_connect_options o = {.socket_path = d.socket_path, .client_name = "late"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d.socket_path, .client_name = "late"};
 	ruda_client *late = NULL;
 	ck_assert_int_ne(ruda_client_connect(&o, &late), RUDA_OK);
 	ck_assert_int_eq(access(d.socket_path, F_OK), -1); /* another rudad may start there */

@@ -472,8 +472,8 @@ static void stage_example(const char *dir)
 	char to[256];
 	snprintf(to, sizeof(to), "%s/example", dir);
 	copy_file(test_build_path("example"), to, 0755);
-	snprintf(to, sizeof(to), "%s/libruda.so.0", dir);
-	copy_file(test_build_path("libruda.so.0"), to, 0755);
+	snprintf(to, sizeof(to), "%s/libruda.so.1", dir);
+	copy_file(test_build_path("libruda.so.1"), to, 0755);
 	snprintf(to, sizeof(to), "%s/add_f32.spv", dir);
 	copy_file(test_build_path("shaders/add_f32.spv"), to, 0644);
 	chmod(dir, 0755);
@@ -606,7 +606,7 @@ START_TEST(install_and_build_with_pkg_config)
 	static const char *const files[] = {
 		"usr/sbin/rudad",
 		"usr/lib/libruda.a",
-		"usr/lib/libruda.so.0",
+		"usr/lib/libruda.so.1",
 		"usr/lib/libruda.so",
 		"usr/include/ruda/ruda.h",
 		"usr/include/ruda/status.h",
@@ -628,21 +628,21 @@ START_TEST(install_and_build_with_pkg_config)
 		snprintf(path, sizeof(path), "%s/%s", dest, files[i]);
 		ck_assert_msg(access(path, R_OK) == 0, "%s not installed", files[i]);
 	}
-	/* libruda.so -> libruda.so.0 -> libruda.so.0.x.y, whose soname is .so.0 */
+	/* libruda.so -> libruda.so.1 -> libruda.so.1.x.y, whose soname is .so.1 */
 	snprintf(path, sizeof(path), "%s/usr/lib/libruda.so", dest);
 	ssize_t n = readlink(path, link, sizeof(link) - 1);
 	ck_assert_int_gt(n, 0);
 	link[n] = '\0';
-	ck_assert_str_eq(link, "libruda.so.0");
-	snprintf(path, sizeof(path), "%s/usr/lib/libruda.so.0", dest);
+	ck_assert_str_eq(link, "libruda.so.1");
+	snprintf(path, sizeof(path), "%s/usr/lib/libruda.so.1", dest);
 	n = readlink(path, link, sizeof(link) - 1);
 	ck_assert_int_gt(n, 0);
 	link[n] = '\0';
-	ck_assert_msg(strncmp(link, "libruda.so.0.", 13) == 0, "%s", link);
+	ck_assert_msg(strncmp(link, "libruda.so.1.", 13) == 0, "%s", link);
 	snprintf(cmd, sizeof(cmd), "objdump -p '%s/usr/lib/libruda.so' | grep SONAME", dest);
 	const char *soname[] = {"sh", "-c", cmd, NULL};
 	if (run(soname, NULL, out, sizeof(out)) == 0)
-		ck_assert_msg(strstr(out, "libruda.so.0\n"), "%.2000s", out);
+		ck_assert_msg(strstr(out, "libruda.so.1\n"), "%.2000s", out);
 	snprintf(path, sizeof(path), "%s/usr/lib/systemd/system/rudad.service", dest);
 	char *unit = read_text(path);
 	ck_assert_msg(strstr(unit, "\nExecStart=/usr/sbin/rudad\n"), "%s", unit);

@@ -24,14 +24,16 @@ static void teardown(void)
 static ruda_layout_desc desc2(ruda_layout_strategy strategy, uint64_t rows, uint64_t cols,
 			      uint64_t elem_size)
 {
-	return (ruda_layout_desc){.strategy = strategy, .rank = 2, .shape = {rows, cols},
+	return (ruda_layout_desc){.struct_size = sizeof(ruda_layout_desc),
+		.strategy = strategy, .rank = 2, .shape = {rows, cols},
 				  .elem_size = elem_size};
 }
 
 /* The copy descriptor of a created tensor. */
 static ruda_copy_desc copy_of(const ruda_layout_desc *d, const ruda_layout *l)
 {
-	ruda_copy_desc c = {.handle = l->handle, .rank = d->rank, .elem_size = d->elem_size};
+	ruda_copy_desc c = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = l->handle, .rank = d->rank, .elem_size = d->elem_size};
 	memcpy(c.shape, d->shape, sizeof(c.shape));
 	memcpy(c.strides, l->strides, sizeof(c.strides));
 	return c;
@@ -46,7 +48,7 @@ static ruda_layout round_trip(const ruda_layout_desc *d, uint64_t seed)
 		bytes *= d->shape[k];
 	uint8_t *data = malloc(bytes), *back = malloc(bytes);
 	test_fill_random(data, bytes, seed);
-	ruda_layout l;
+	ruda_layout l = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_create_tensor(client, d, data, &l), RUDA_OK);
 	ruda_copy_desc c = copy_of(d, &l);
 	void *dst = back;
@@ -59,7 +61,8 @@ static ruda_layout round_trip(const ruda_layout_desc *d, uint64_t seed)
 
 START_TEST(contiguous_tensor_round_trip)
 {
-	ruda_layout_desc d = {.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 3, .shape = {3, 5, 1001},
+	ruda_layout_desc d = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_CONTIGUOUS, .rank = 3, .shape = {3, 5, 1001},
 			      .elem_size = 4};
 	ruda_layout l = round_trip(&d, 1);
 	ck_assert_uint_eq(l.rank, 3);
@@ -106,7 +109,8 @@ START_TEST(optimized_stays_packed_where_pitch_would_waste)
 	ruda_layout_desc d = desc2(RUDA_LAYOUT_OPTIMIZED, 300, 200, 4);
 	ruda_layout l = round_trip(&d, 3);
 	ck_assert_uint_eq(l.strides[0], 200);
-	ruda_layout_desc v = {.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 1, .shape = {4097},
+	ruda_layout_desc v = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 1, .shape = {4097},
 			      .elem_size = 1};
 	l = round_trip(&v, 4);
 	ck_assert_uint_eq(l.strides[0], 1);
@@ -127,7 +131,8 @@ START_TEST(pitched_tensors_of_other_element_sizes)
 	ruda_layout_desc v = desc2(RUDA_LAYOUT_OPTIMIZED, 5, 130, 16);
 	l = round_trip(&v, 7);
 	ck_assert_uint_eq(l.strides[0], 144);
-	ruda_layout_desc e8 = {.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 3,
+	ruda_layout_desc e8 = {.struct_size = sizeof(ruda_layout_desc),
+		.strategy = RUDA_LAYOUT_OPTIMIZED, .rank = 3,
 			       .shape = {2, 3, 500}, .elem_size = 8};
 	l = round_trip(&e8, 8);
 	ck_assert_uint_eq(l.strides[1], 512);
@@ -143,9 +148,10 @@ START_TEST(transposed_view_gathered)
 	for (uint32_t i = 0; i < ROWS * COLS; i++)
 		m[i] = i * 2654435761u;
 	ruda_layout_desc d = desc2(RUDA_LAYOUT_CONTIGUOUS, ROWS, COLS, 4);
-	ruda_layout l;
+	ruda_layout l = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_create_tensor(client, &d, m, &l), RUDA_OK);
-	ruda_copy_desc t = {.handle = l.handle, .rank = 2, .shape = {COLS, ROWS},
+	ruda_copy_desc t = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = l.handle, .rank = 2, .shape = {COLS, ROWS},
 			    .strides = {1, COLS}, .elem_size = 4};
 	ck_assert(!ruda_client_can_read_tensor(client, 2, t.shape, t.strides));
 	void *dst = back;
@@ -155,7 +161,8 @@ START_TEST(transposed_view_gathered)
 			ck_assert_uint_eq(back[c * ROWS + r], m[r * COLS + c]);
 	/* the same view with 1-byte elements goes through the host */
 	uint8_t *bytes = (uint8_t *)back;
-	ruda_copy_desc tb = {.handle = l.handle, .rank = 2, .shape = {7, 5},
+	ruda_copy_desc tb = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = l.handle, .rank = 2, .shape = {7, 5},
 			     .strides = {1, 9}, .elem_size = 1};
 	dst = bytes;
 	ck_assert_int_eq(ruda_client_read_tensor(client, &tb, 1, &dst), RUDA_OK);
@@ -183,10 +190,10 @@ START_TEST(tensors_of_one_call_share_a_buffer)
 		back[i] = malloc(bytes[i]);
 		test_fill_random(data[i], bytes[i], 10 + i);
 	}
-	ruda_layout l[3];
+	ruda_layout l[3] = {RUDA_LAYOUT_INIT};
 	ck_assert_int_eq(ruda_client_create_tensors(client, d, (const void *const *)data, 3, l),
 			 RUDA_OK);
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ruda_client_properties(client, &p);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_uint_eq(l[i].handle.id, l[0].handle.id);
@@ -199,7 +206,7 @@ START_TEST(tensors_of_one_call_share_a_buffer)
 		ck_assert_int_eq(ruda_client_read_tensor(client, &c, 1, &dst), RUDA_OK);
 		ck_assert_int_eq(memcmp(data[i], back[i], bytes[i]), 0);
 	}
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 1);
 	ruda_client_release(client, l[0].handle);
@@ -227,12 +234,12 @@ START_TEST(empty_tensors_report_strides)
 {
 	ruda_layout_desc d[2] = {desc2(RUDA_LAYOUT_OPTIMIZED, 4, 1001, 4),
 				 desc2(RUDA_LAYOUT_CONTIGUOUS, 4, 1001, 4)};
-	ruda_layout l[2];
+	ruda_layout l[2] = {RUDA_LAYOUT_INIT};
 	ck_assert_int_eq(ruda_client_empty_tensors(client, d, 2, l), RUDA_OK);
 	ck_assert_uint_eq(l[0].strides[0], 1024);
 	ck_assert_uint_eq(l[1].strides[0], 1001);
 	ck_assert_uint_eq(l[0].handle.id, l[1].handle.id);
-	ruda_layout one;
+	ruda_layout one = RUDA_LAYOUT_INIT;
 	ck_assert_int_eq(ruda_client_empty_tensor(client, &d[0], &one), RUDA_OK);
 	ck_assert_uint_ne(one.handle.id, l[0].handle.id);
 	uint32_t row[1001], back[4 * 1001];
@@ -252,7 +259,7 @@ END_TEST
 
 START_TEST(bad_tensor_arguments)
 {
-	ruda_layout l;
+	ruda_layout l = RUDA_LAYOUT_INIT;
 	ruda_layout_desc d = desc2(RUDA_LAYOUT_CONTIGUOUS, 2, 2, 4);
 	d.rank = 0;
 	ck_assert_int_eq(ruda_client_empty_tensor(client, &d, &l), RUDA_ERROR_INVALID_ARGUMENT);
@@ -267,7 +274,8 @@ START_TEST(bad_tensor_arguments)
 			 RUDA_ERROR_INVALID_ARGUMENT);
 	/* a read whose strides reach past its buffer */
 	ck_assert_int_eq(ruda_client_empty_tensor(client, &d, &l), RUDA_OK);
-	ruda_copy_desc c = {.handle = l.handle, .rank = 2, .shape = {2, 2}, .strides = {4, 1},
+	ruda_copy_desc c = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = l.handle, .rank = 2, .shape = {2, 2}, .strides = {4, 1},
 			    .elem_size = 4};
 	uint8_t back[64];
 	void *dst = back;
@@ -275,7 +283,8 @@ START_TEST(bad_tensor_arguments)
 	c.elem_size = 0;
 	ck_assert_int_eq(ruda_client_read_tensor(client, &c, 1, &dst),
 			 RUDA_ERROR_INVALID_ARGUMENT);
-	c = (ruda_copy_desc){.handle = l.handle, .rank = 9, .elem_size = 4};
+	c = (ruda_copy_desc){.struct_size = sizeof(ruda_copy_desc),
+		.handle = l.handle, .rank = 9, .elem_size = 4};
 	ck_assert_int_eq(ruda_client_read_tensor(client, &c, 1, &dst),
 			 RUDA_ERROR_INVALID_ARGUMENT);
 	ck_assert(!ruda_client_can_read_tensor(client, 0, c.shape, c.strides));

@@ -73,7 +73,7 @@ START_TEST(many_buffers)
 		ck_assert_int_eq(ruda_client_read_one(client, h[i], back), RUDA_OK);
 		ck_assert_int_eq(memcmp(data[i], back, SIZE), 0);
 	}
-	ruda_daemon_stats s;
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(client, &s), RUDA_OK);
 	ck_assert_uint_eq(s.session_buffers, N);
 	ck_assert_uint_ge(s.session_bytes, (uint64_t)N * SIZE);
@@ -165,7 +165,8 @@ START_TEST(read_async_futures)
 	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, t[6];
 	ruda_handle mh;
 	ck_assert_int_eq(ruda_client_create(client, m, sizeof(m), &mh), RUDA_OK);
-	ruda_copy_desc d = {.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
 			    .elem_size = 4};
 	dst = t;
 	ck_assert_int_eq(ruda_client_read_tensor_async(client, &d, 1, &dst, &f[0]), RUDA_OK);
@@ -212,7 +213,8 @@ START_TEST(read_async_is_ordered_at_the_call)
 	uint32_t m[6] = {1, 2, 3, 4, 5, 6}, zero[6] = {0}, t[6];
 	ruda_handle mh;
 	ck_assert_int_eq(ruda_client_create(client, m, sizeof(m), &mh), RUDA_OK);
-	ruda_copy_desc d = {.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
+	ruda_copy_desc d = {.struct_size = sizeof(ruda_copy_desc),
+		.handle = mh, .rank = 2, .shape = {3, 2}, .strides = {1, 3},
 			    .elem_size = 4};
 	void *dst = t;
 	ruda_future *f;
@@ -224,7 +226,7 @@ START_TEST(read_async_is_ordered_at_the_call)
 	ck_assert_int_eq(memcmp(t, expect, sizeof(t)), 0);
 	/* the futures' copies were released: nothing is left behind */
 	ck_assert_int_eq(ruda_client_sync(client), RUDA_OK);
-	ruda_memory_usage u;
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_int_eq(ruda_client_memory_usage(client, &u), RUDA_OK);
 	ck_assert_uint_eq(u.allocations, 0);
 	free(before);
@@ -236,7 +238,7 @@ END_TEST
 /* An allocation larger than the device allows is reported, not fatal. */
 START_TEST(too_large)
 {
-	ruda_device_properties p;
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_int_eq(ruda_client_properties(client, &p), RUDA_OK);
 	ruda_handle h;
 	ck_assert_int_eq(ruda_client_empty(client, p.max_buffer_size + 1, &h), RUDA_OK);

@@ -156,7 +156,8 @@ static const char *const stage_names[STAGES] = {
 /* The child: go as far as `stage`, then SIGKILL itself. */
 static void client_until(const struct test_daemon *d, enum stage stage)
 {
-	ruda_connect_options o = {.socket_path = d->socket_path, .client_name = "doomed"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = d->socket_path, .client_name = "doomed"};
 	ruda_client *c = NULL;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		_exit(2);
@@ -178,7 +179,8 @@ static void client_until(const struct test_daemon *d, enum stage stage)
 	DIE_AT(READ_DONE);
 	size_t spv_size;
 	uint32_t *spv = test_load_spirv("fill", &spv_size);
-	ruda_kernel_desc desc = {.spirv = spv, .spirv_size = spv_size, .entry_point = "main",
+	ruda_kernel_desc desc = {.struct_size = sizeof(ruda_kernel_desc),
+		.spirv = spv, .spirv_size = spv_size, .entry_point = "main",
 				 .binding_count = 1, .push_constant_size = 8};
 	ruda_kernel k;
 	if (ruda_client_kernel_register(c, &desc, &k) != RUDA_OK)
@@ -303,7 +305,7 @@ START_TEST(device_loss_leaves_nothing)
 	ruda_client_flush(c);
 	/* a round trip: the buffer has been made (the arena, imported only at
 	 * a first transfer, adds no VkBuffer here) */
-	ruda_memory_usage mu;
+	ruda_memory_usage mu = RUDA_MEMORY_USAGE_INIT;
 	ck_assert_status(ruda_client_memory_usage(c, &mu), RUDA_OK);
 	int64_t busy[VKCOUNT_KINDS];
 	snapshot(busy);

@@ -11,7 +11,7 @@
 static struct test_daemon daemon_;
 static ruda_client *client;
 static ruda_kernel counter;
-static ruda_device_properties props;
+static ruda_device_properties props = RUDA_DEVICE_PROPERTIES_INIT;
 
 static void setup(void)
 {

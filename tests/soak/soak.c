@@ -143,7 +143,8 @@ static int client_main(int index, uint64_t seed, int may_die)
 {
 	uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 12345;
 	ruda_client *c = NULL;
-	ruda_connect_options o = {.socket_path = socket_path, .client_name = "soak"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = socket_path, .client_name = "soak"};
 	CHECK_OK(ruda_client_connect(&o, &c), "connect");
 	size_t fill_size, add_size;
 	uint32_t *fill_spv = load_spirv("fill", &fill_size);
@@ -151,8 +152,8 @@ static int client_main(int index, uint64_t seed, int may_die)
 	if (!fill_spv || !add_spv)
 		FAIL("loading the kernels from " RUDA_BUILD_DIR "/shaders", RUDA_ERROR_IO);
 	ruda_kernel fill, add;
-	ruda_kernel_desc fd = {fill_spv, fill_size, "main", 1, 8};
-	ruda_kernel_desc ad = {add_spv, add_size, "main", 3, 4};
+	ruda_kernel_desc fd = {sizeof(ruda_kernel_desc), fill_spv, fill_size, "main", 1, 8};
+	ruda_kernel_desc ad = {sizeof(ruda_kernel_desc), add_spv, add_size, "main", 3, 4};
 	CHECK_OK(ruda_client_kernel_register(c, &fd, &fill), "register fill");
 	CHECK_OK(ruda_client_kernel_register(c, &ad, &add), "register add_f32");
 	free(fill_spv);
@@ -401,11 +402,12 @@ static int settled_fds(pid_t pid)
 /* Wait until rudad has only the observer and no buffer bytes. */
 static int wait_idle(void)
 {
-	ruda_connect_options o = {.socket_path = socket_path, .client_name = "soak-observer"};
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+		.socket_path = socket_path, .client_name = "soak-observer"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return -1;
-	ruda_daemon_stats s = {0};
+	ruda_daemon_stats s = RUDA_DAEMON_STATS_INIT;
 	int ok = 0;
 	for (int i = 0; i < 600 && !ok; i++) {
 		if (ruda_client_daemon_stats(c, &s) != RUDA_OK)

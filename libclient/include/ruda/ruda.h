@@ -14,7 +14,50 @@
  *   ruda_client_sync_buffers and reads of the buffers they would have
  *   written.
  * - A ruda_client may be used from several threads at once.
+ * - libruda's own threads (docs/threads.md): each ruda_future runs on a
+ *   thread of its own, from ruda_client_read_async or
+ *   ruda_client_read_tensor_async until ruda_future_wait joins it. The
+ *   first copy of 1 MiB or more into or out of an arena starts a pool of
+ *   up to 7 detached helper threads (one fewer than the CPUs;
+ *   $RUDA_COPY_THREADS overrides, 0 = none), shared by all clients of the
+ *   process and kept until it exits; a forked child copies alone. All other
+ *   work runs on the calling threads: one of the threads waiting for a
+ *   reply reads the socket for all of them. Callbacks (exclusive, profile,
+ *   allocation windows, measure_throughput's probe) run on the caller's
+ *   thread.
  * - Pointers passed in are borrowed for the duration of the call only.
+ *
+ * Structs that grow (ABI rule, since libruda.so.1): every struct that
+ * crosses the API by pointer and may gain fields in a later version
+ * (options and descriptors in; properties, usage and stats out) begins
+ * with `uint32_t struct_size`, which the caller sets to the sizeof it
+ * was compiled with. Its RUDA_<NAME>_INIT macro does that and zeroes the rest:
+ *     ruda_connect_options o = RUDA_CONNECT_OPTIONS_INIT;
+ *     ruda_kernel_desc k = {.struct_size = sizeof(k), .spirv = words, ...};
+ * - In (ruda_connect_options, ruda_layout_desc, ruda_copy_desc,
+ *   ruda_kernel_desc): libruda reads only the first struct_size bytes; a field
+ *   past them takes its default (what the INIT macro gives, 0). Bytes past
+ *   the fields this libruda knows must be 0, else RUDA_ERROR_UNSUPPORTED
+ *   (the caller asks for something this version cannot do).
+ * - Out (ruda_features, ruda_device_properties, ruda_memory_usage,
+ *   ruda_layout, ruda_resource, ruda_daemon_stats, ruda_target_properties,
+ *   ruda_device_utilization): libruda writes only the first struct_size bytes
+ *   (bytes past the fields it knows are zeroed) and leaves struct_size as given.
+ * - A struct_size below the struct's first published size (this version's)
+ *   fails the call with RUDA_ERROR_INVALID_ARGUMENT before anything is done;
+ *   so does 0 (a struct that was not initialised).
+ * - Arrays of them (descs[count], out[count]): element i lies i * struct_size
+ *   bytes after the first, struct_size being the first element's; the
+ *   other elements' struct_size are not read (in) and are set to it (out).
+ * - ruda_features inside ruda_device_properties: its struct_size is set by
+ *   libruda. Should ruda_features grow, ruda_device_properties keeps this
+ *   layout for its last member (under a frozen type name), so each grows
+ *   by appending.
+ * Small value structs stay as they are, without a size: ruda_handle,
+ * ruda_count, ruda_device_id, ruda_staging (names of things, copied by
+ * value and filled whole: a new field would be a new kind of name),
+ * ruda_coop_matrix_shape, ruda_memory_heap and ruda_spec_constant (fixed
+ * elements of arrays, mirroring Vulkan's own fixed structs).
  */
 #ifndef RUDA_RUDA_H
 #define RUDA_RUDA_H
@@ -84,12 +127,14 @@ typedef struct ruda_coop_matrix_shape {
 
 /* What kernels may use on a device (the seed's Features). */
 typedef struct ruda_features {
+	uint32_t struct_size; /* sizeof(ruda_features) (its _INIT sets it) */
 	uint32_t elem_types;        /* bit (1u << ruda_elem_type) per type kernels may use */
 	uint32_t atomic_elem_types; /* types with buffer atomics */
 	uint32_t subgroup_operations; /* VkSubgroupFeatureFlags */
 	uint32_t coop_matrix_count;
 	ruda_coop_matrix_shape coop_matrix[RUDA_MAX_COOP_SHAPES];
 } ruda_features;
+#define RUDA_FEATURES_INIT {.struct_size = sizeof(ruda_features)}
 
 typedef struct ruda_memory_heap {
 	uint64_t size;
@@ -98,6 +143,7 @@ typedef struct ruda_memory_heap {
 
 /* What the daemon reports about the device of a session. */
 typedef struct ruda_device_properties {
+	uint32_t struct_size; /* sizeof(ruda_device_properties) (its _INIT sets it) */
 	uint32_t index;
 	char name[256];
 	uint32_t vendor_id;
@@ -129,8 +175,10 @@ typedef struct ruda_device_properties {
 	ruda_memory_heap heaps[RUDA_MAX_HEAPS];
 	ruda_features features;
 } ruda_device_properties;
+#define RUDA_DEVICE_PROPERTIES_INIT {.struct_size = sizeof(ruda_device_properties)}
 
 typedef struct ruda_connect_options {
+	uint32_t struct_size; /* sizeof(ruda_connect_options) (its _INIT sets it) */
 	/* Socket path; NULL: $RUDA_SOCKET, else /run/ruda/rudad.sock for root,
 	 * else $XDG_RUNTIME_DIR/ruda/rudad.sock. */
 	const char *socket_path;
@@ -164,6 +212,7 @@ typedef struct ruda_connect_options {
 	int arena_fd;
 	uint64_t arena_size;
 } ruda_connect_options;
+#define RUDA_CONNECT_OPTIONS_INIT {.struct_size = sizeof(ruda_connect_options)}
 
 /* ---- connection (ErasedClient::load) ---------------------------------- */
 
@@ -191,10 +240,24 @@ ruda_status ruda_client_connect(const ruda_connect_options *options, ruda_client
 void ruda_client_close(ruda_client *client);
 
 /*
- * The daemon's detail message for the last failed call on this client,
- * copied into `buf` (always NUL-terminated when len > 0; `buf` may be NULL
- * when len is 0). Returns its length. With client NULL: why this thread's
- * last ruda_client_connect failed ("" after a success).
+ * Why the calling thread's last failed call on `client` failed, copied
+ * into `buf` (always NUL-terminated when len > 0; `buf` may be NULL when
+ * len is 0). Returns its length. Per thread, like errno, and per client:
+ * another thread's failures, on this client or any other, never change
+ * what this thread reads, and a thread keeps the messages of its last 4
+ * clients that failed (an older one reads as "").
+ * - Set by a call on `client` that fails with a reason beyond its status:
+ *   rudad's message for a refused request or a failed sync (the reason of
+ *   the error it reports), libruda's own sentence (a request over the
+ *   frame limit, an arena too small), or why the connection is gone (rudad
+ *   closed it, or said why in a notice: every thread's next failing call
+ *   gets that reason). ruda_future_wait gives the waiting thread the
+ *   message of the future's failure.
+ * - Not set by calls refused on their arguments before anything is done
+ *   (a NULL pointer, a struct_size too small): the status says it all.
+ * - Success does not clear it: read it right after the failing call.
+ * With client NULL: why this thread's last ruda_client_connect failed
+ * ("" after a success).
  */
 size_t ruda_client_last_error(ruda_client *client, char *buf, size_t len);
 
@@ -241,6 +304,7 @@ ruda_status ruda_client_try_empty(ruda_client *client, size_t size, ruda_handle 
  * own).
  */
 typedef struct ruda_memory_usage {
+	uint32_t struct_size; /* sizeof(ruda_memory_usage) (its _INIT sets it) */
 	uint64_t allocations;    /* this client's buffers */
 	uint64_t bytes_in_use;   /* bytes they asked for */
 	uint64_t bytes_padding;  /* reserved for them beyond that (alignment) */
@@ -254,6 +318,7 @@ typedef struct ruda_memory_usage {
 	uint64_t device_bytes_reserved; /* device memory rudad holds, for all clients */
 	uint64_t device_pages;          /* device allocations rudad holds, for all clients */
 } ruda_memory_usage;
+#define RUDA_MEMORY_USAGE_INIT {.struct_size = sizeof(ruda_memory_usage)}
 
 ruda_status ruda_client_memory_usage(ruda_client *client, ruda_memory_usage *out);
 /* Give back device memory no buffer uses (ErasedClient::memory_cleanup). */
@@ -292,29 +357,35 @@ typedef enum ruda_layout_strategy {
 
 /* A tensor to allocate (MemoryLayoutDescriptor): shape outermost first. */
 typedef struct ruda_layout_desc {
+	uint32_t struct_size; /* sizeof(ruda_layout_desc) (its _INIT sets it) */
 	ruda_layout_strategy strategy;
 	uint32_t rank; /* 1..RUDA_MAX_RANK */
 	uint64_t shape[RUDA_MAX_RANK];
 	uint64_t elem_size; /* bytes of one element */
 } ruda_layout_desc;
+#define RUDA_LAYOUT_DESC_INIT {.struct_size = sizeof(ruda_layout_desc)}
 
 /* An allocated tensor (MemoryLayout): its bytes and the strides chosen, in
  * elements, outermost first. */
 typedef struct ruda_layout {
+	uint32_t struct_size; /* sizeof(ruda_layout) (its _INIT sets it) */
 	ruda_handle handle;
 	uint32_t rank;
 	uint64_t strides[RUDA_MAX_RANK];
 } ruda_layout;
+#define RUDA_LAYOUT_INIT {.struct_size = sizeof(ruda_layout)}
 
 /* A tensor to read (CopyDescriptor): `handle` holds element 0; element
  * (i0, i1, ...) lies at byte handle.offset + elem_size * sum(ik * strides[k]). */
 typedef struct ruda_copy_desc {
+	uint32_t struct_size; /* sizeof(ruda_copy_desc) (its _INIT sets it) */
 	ruda_handle handle;
 	uint32_t rank;
 	uint64_t shape[RUDA_MAX_RANK];
 	uint64_t strides[RUDA_MAX_RANK]; /* elements */
 	uint64_t elem_size;
 } ruda_copy_desc;
+#define RUDA_COPY_DESC_INIT {.struct_size = sizeof(ruda_copy_desc)}
 
 /*
  * Allocate `count` tensors in one buffer, each at an offset aligned for
@@ -403,6 +474,7 @@ ruda_status ruda_client_allocation_window(ruda_client *client, ruda_allocation_m
  * whose deviceUUID and driverUUID are these.
  */
 typedef struct ruda_resource {
+	uint32_t struct_size; /* sizeof(ruda_resource) (its _INIT sets it) */
 	int fd;                     /* opaque fd (VK_KHR_external_memory_fd); the caller's */
 	uint64_t memory_size;       /* bytes of the exported allocation */
 	uint64_t offset;            /* where the buffer starts in it */
@@ -416,6 +488,7 @@ typedef struct ruda_resource {
 	uint32_t handle_type;       /* VkExternalMemoryHandleTypeFlagBits of fd */
 	uint32_t memory_property_flags; /* of the memory type (host visible?) */
 } ruda_resource;
+#define RUDA_RESOURCE_INIT {.struct_size = sizeof(ruda_resource)}
 
 /*
  * Export `handle`'s memory (ErasedClient::get_resource): the buffer's own
@@ -482,6 +555,7 @@ ruda_status ruda_client_read_to_staging(ruda_client *client, ruda_handle handle,
 
 /* ruda_spec_constant is in <ruda/common.h>. */
 typedef struct ruda_kernel_desc {
+	uint32_t struct_size; /* sizeof(ruda_kernel_desc) (its _INIT sets it) */
 	const uint32_t *spirv; /* SPIR-V words */
 	size_t spirv_size;     /* in bytes */
 	const char *entry_point;
@@ -490,6 +564,7 @@ typedef struct ruda_kernel_desc {
 	const ruda_spec_constant *spec_constants; /* may be NULL */
 	uint32_t spec_constant_count;
 } ruda_kernel_desc;
+#define RUDA_KERNEL_DESC_INIT {.struct_size = sizeof(ruda_kernel_desc)}
 
 /*
  * Validate and compile a kernel in the daemon; waits for the verdict.
@@ -701,6 +776,7 @@ ruda_status ruda_client_measure_throughput(ruda_client *client, const char *key,
 /* ---- introspection ---------------------------------------------------- */
 
 typedef struct ruda_daemon_stats {
+	uint32_t struct_size; /* sizeof(ruda_daemon_stats) (its _INIT sets it) */
 	uint32_t sessions;
 	uint64_t device_bytes;
 	uint64_t device_buffers;
@@ -716,6 +792,7 @@ typedef struct ruda_daemon_stats {
 	uint64_t session_gpu_time_ns; /* device time of this client's work */
 	uint64_t session_launches;
 } ruda_daemon_stats;
+#define RUDA_DAEMON_STATS_INIT {.struct_size = sizeof(ruda_daemon_stats)}
 
 /* Counters of the daemon and of this session. */
 ruda_status ruda_client_daemon_stats(ruda_client *client, ruda_daemon_stats *out);
@@ -761,6 +838,7 @@ uint64_t ruda_client_properties_fingerprint(const ruda_client *client);
 
 /* What a kernel compiler targets (ErasedClient::target_properties). */
 typedef struct ruda_target_properties {
+	uint32_t struct_size; /* sizeof(ruda_target_properties) (its _INIT sets it) */
 	uint32_t spirv_version;     /* 0x00MMmm00 */
 	uint32_t subgroup_size;     /* default */
 	uint32_t min_subgroup_size, max_subgroup_size;
@@ -771,6 +849,7 @@ typedef struct ruda_target_properties {
 	uint32_t max_push_constants_size;
 	uint32_t coop_matrix_count; /* shapes in ruda_features */
 } ruda_target_properties;
+#define RUDA_TARGET_PROPERTIES_INIT {.struct_size = sizeof(ruda_target_properties)}
 
 ruda_status ruda_client_target_properties(const ruda_client *client,
 					  ruda_target_properties *out);
@@ -787,6 +866,7 @@ size_t ruda_client_io_optimized_vector_sizes(const ruda_client *client, size_t e
 /* How busy this client's device is (ErasedClient::utilization). rudad
  * measures the device time of every submission on each queue. */
 typedef struct ruda_device_utilization {
+	uint32_t struct_size; /* sizeof(ruda_device_utilization) (its _INIT sets it) */
 	double recent;       /* busy fraction (0..1) over the last window */
 	uint64_t window_ns;  /* that window's length */
 	uint64_t busy_ns;    /* device time since rudad opened the device */
@@ -797,6 +877,7 @@ typedef struct ruda_device_utilization {
 	uint64_t heap_usage[RUDA_MAX_HEAPS];
 	uint64_t heap_budget[RUDA_MAX_HEAPS];
 } ruda_device_utilization;
+#define RUDA_DEVICE_UTILIZATION_INIT {.struct_size = sizeof(ruda_device_utilization)}
 
 ruda_status ruda_client_utilization(ruda_client *client, ruda_device_utilization *out);
 

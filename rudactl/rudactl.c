@@ -5,19 +5,16 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <ruda/ruda.h>
 
-#include "../proto/socket_path.h"
+#include "../libclient/wire.h"
 
 #ifndef RUDA_VERSION
 #define RUDA_VERSION "0.0.0"
@@ -171,24 +168,14 @@ static double now_s(void)
 }
 
 
+/* Send `req` at once; 0 or a negative errno. */
 static int send_request(struct ctl *c, Ruda__Request *req)
 {
-	uint8_t buf[RUDA_FRAME_HEADER_SIZE + RUDA_FRAME_MAX_PAYLOAD];
-	size_t len = ruda__request__get_packed_size(req);
-	if (len > RUDA_FRAME_MAX_PAYLOAD)
-		return -EMSGSIZE;
-	ruda__frame_header_encode(buf, (uint32_t)len, 0);
-	ruda__request__pack(req, buf + RUDA_FRAME_HEADER_SIZE);
-	size_t total = RUDA_FRAME_HEADER_SIZE + len, sent = 0;
-	while (sent < total) {
-		ssize_t n = send(c->fd, buf + sent, total - sent, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		sent += (size_t)n;
-	}
-	return 0;
+	size_t size;
+	ruda_status st = ruda__wire_queue(&c->out, req, &size);
+	if (st != RUDA_OK)
+		return st == RUDA_ERROR_INVALID_ARGUMENT ? -EMSGSIZE : -ENOMEM;
+	return ruda__frame_writer_flush(&c->out, c->fd, 0);
 }
 
 /* The next reply; NULL with errno set (ETIMEDOUT, ECONNRESET for EOF,
@@ -198,7 +185,8 @@ static Ruda__Reply *recv_reply(struct ctl *c)
 	double deadline = now_s() + c->timeout_ms / 1000.0;
 	for (;;) {
 		struct ruda_frame frame;
-		int r = ruda__frame_reader_next(&c->in, &frame);
+		Ruda__Reply *reply;
+		int r = ruda__wire_next_reply(&c->in, &frame, &reply);
 		if (r < 0) {
 			errno = EPROTO;
 			return NULL;
@@ -206,26 +194,19 @@ static Ruda__Reply *recv_reply(struct ctl *c)
 		if (r > 0) {
 			for (uint16_t i = 0; i < frame.nfds; i++)
 				close(frame.fds[i]);
-			Ruda__Reply *reply = ruda__reply__unpack(NULL, frame.length, frame.payload);
 			if (!reply)
 				errno = EPROTO;
 			return reply;
 		}
 		int left = (int)((deadline - now_s()) * 1000.0);
-		struct pollfd p = {.fd = c->fd, .events = POLLIN};
-		int n = left > 0 ? poll(&p, 1, left) : 0;
-		if (n < 0 && errno == EINTR)
+		ssize_t got = ruda__wire_recv(&c->in, c->fd, left > 0 ? left : 0);
+		if (got == -EINTR || got == -EAGAIN)
 			continue;
-		if (n <= 0) {
-			errno = n == 0 ? ETIMEDOUT : errno;
-			return NULL;
-		}
-		ssize_t got = ruda__frame_reader_recv(&c->in, c->fd, 0);
 		if (got == 0) {
 			errno = ECONNRESET;
 			return NULL;
 		}
-		if (got < 0 && got != -EINTR && got != -EAGAIN) {
+		if (got < 0) {
 			errno = (int)-got;
 			return NULL;
 		}
@@ -244,39 +225,23 @@ static const char *recv_error(int err)
 
 static int ctl_connect(struct ctl *c, const char *given)
 {
-	int err = ruda__socket_path(given, c->socket, sizeof(c->socket));
-	if (err == -ENOENT) {
-		fprintf(stderr, "rudactl: no socket to try: pass --socket, or set RUDA_SOCKET or "
-				"XDG_RUNTIME_DIR\n");
-		return CTL_EXIT_CONNECT;
-	}
-	if (err < 0) {
-		fprintf(stderr, "rudactl: the socket path is too long (at most %zu bytes)\n",
-			sizeof(c->socket) - 1);
-		return CTL_EXIT_CONNECT;
-	}
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", c->socket);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		char why[512];
-		ruda__socket_connect_error(c->socket, errno, why, sizeof(why));
+	char why[512];
+	if (ruda__wire_connect(given,
+			       "no socket to try: pass --socket, or set RUDA_SOCKET or "
+			       "XDG_RUNTIME_DIR",
+			       c->socket, sizeof(c->socket), &c->fd, why, sizeof(why)) != RUDA_OK) {
 		fprintf(stderr, "rudactl: %s\n", why);
 		return CTL_EXIT_CONNECT;
 	}
-	if (ruda__frame_reader_init(&c->in) < 0) {
+	if (ruda__frame_reader_init(&c->in) < 0 || ruda__frame_writer_init(&c->out) < 0) {
 		fprintf(stderr, "rudactl: out of memory\n");
 		return CTL_EXIT_CONNECT;
 	}
-	Ruda__Hello hello = RUDA__HELLO__INIT;
-	hello.protocol_version = RUDA_PROTOCOL_VERSION;
-	hello.client_name = "rudactl";
-	hello.device_index = 0;
-	Ruda__Request req = RUDA__REQUEST__INIT;
+	Ruda__Hello hello;
+	Ruda__Request req;
+	ruda__wire_hello(&req, &hello, "rudactl");
 	req.id = c->next_id++;
-	req.body_case = RUDA__REQUEST__BODY_HELLO;
-	req.hello = &hello;
-	err = send_request(c, &req);
+	int err = send_request(c, &req);
 	/* even when the send failed: rudad may have said why it closed */
 	Ruda__Reply *reply = recv_reply(c);
 	if (!reply) {
@@ -291,7 +256,7 @@ static int ctl_connect(struct ctl *c, const char *given)
 			reply->message && *reply->message ? reply->message : "no reason given",
 			ruda_strerror((ruda_status)reply->status));
 		rc = CTL_EXIT_CONNECT;
-	} else if (reply->body_case != RUDA__REPLY__BODY_HELLO) {
+	} else if (!ruda__wire_hello_reply(reply)) {
 		fprintf(stderr, "rudactl: rudad at %s answered Hello with something else\n",
 			c->socket);
 		rc = CTL_EXIT_CONNECT;
@@ -312,6 +277,7 @@ static void ctl_close(struct ctl *c)
 		close(c->fd);
 	c->fd = -1;
 	ruda__frame_reader_finish(&c->in);
+	ruda__frame_writer_finish(&c->out);
 }
 
 int ctl_admin(struct ctl *c, Ruda__Admin *admin, Ruda__AdminReply__BodyCase want,

@@ -1,7 +1,8 @@
 /*
  * rudactl: inspect and manage a running rudad. It speaks the protocol
- * itself (framing + generated code, not libruda): connect, Hello, then
- * Admin requests (proto/admin.proto). This header is shared by its files:
+ * through libruda's internal protocol code (libclient/wire.h, linked from
+ * libruda.a), not its public API: connect, Hello, then Admin requests
+ * (proto/admin.proto). This header is shared by its files:
  * rudactl.c (options, connection, human output), rudactl_json.c (--json),
  * rudactl_metrics.c (Prometheus) and rudactl_top.c (the live view).
  */
@@ -38,6 +39,7 @@ struct ctl {
 	uint32_t device_index; /* the device our session uses */
 	int timeout_ms;
 	struct ruda_frame_reader in;
+	struct ruda_frame_writer out;
 };
 
 /* Send `admin` and wait for its reply. CTL_EXIT_OK and *out (owned by the
