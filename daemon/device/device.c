@@ -1,5 +1,4 @@
 #include "device/device.h"
-#include "exec/indirect.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,8 +10,6 @@
 
 #include <ruda/ruda.h>
 
-#include "memory/buffer.h"
-#include "device/deferred_free.h"
 #include "common/log.h"
 
 /* How long the completion thread sleeps in one vkWaitSemaphores, so it
@@ -137,21 +134,6 @@ int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector)
 		}
 	}
 	return best;
-}
-
-int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
-			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid)
-{
-	for (int pass = 0; pass < 2; pass++)
-		for (uint32_t i = 0; i < device->memory.memoryTypeCount; i++) {
-			VkMemoryPropertyFlags f = device->memory.memoryTypes[i].propertyFlags;
-			if (!(type_bits & (1u << i)) || (f & want) != want)
-				continue;
-			if (pass == 0 && (f & avoid))
-				continue;
-			return (int)i;
-		}
-	return -1;
 }
 
 /* Whether buffers of rudad's usage can be exported as opaque fds and
@@ -1143,7 +1125,15 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	}
 	vkGetBufferMemoryRequirements(d->vk, probe, &req);
 	vkDestroyBuffer(d->vk, probe, NULL);
-	if (ruda__memory_init(&d->allocator, d, &req) < 0) {
+	struct ruda_memory_device for_memory = {
+		.vk = d->vk,
+		.memory = &d->memory,
+		.limits = &d->props.limits,
+		.max_allocation_size = d->max_allocation_size,
+		.frees = &d->frees,
+		.heap_budgets = d->heap_budgets,
+	};
+	if (ruda__memory_init(&d->allocator, &for_memory, &req) < 0) {
 		log_error("device %s: no memory type for buffers", d->props.deviceName);
 		goto fail;
 	}
@@ -1215,6 +1205,37 @@ fail:
 	return -ENODEV;
 }
 
+void ruda__device_listen_destroy(struct ruda_device *d, struct ruda_device_listener *l)
+{
+	struct ruda_device_listener **link = &d->destroy_listeners;
+	while (*link)
+		link = &(*link)->next;
+	l->next = NULL;
+	l->link = link;
+	*link = l;
+}
+
+void ruda__device_listener_remove(struct ruda_device_listener *l)
+{
+	if (!l->link)
+		return;
+	*l->link = l->next;
+	if (l->next)
+		l->next->link = l->link;
+	l->next = NULL;
+	l->link = NULL;
+}
+
+/* Each listener leaves the list before it is told: it may free itself. */
+static void notify_destroy(struct ruda_device *d)
+{
+	while (d->destroy_listeners) {
+		struct ruda_device_listener *l = d->destroy_listeners;
+		ruda__device_listener_remove(l);
+		l->notify(l, d);
+	}
+}
+
 static void free_after_close(uv_handle_t *handle)
 {
 	free(handle->data);
@@ -1245,9 +1266,7 @@ void ruda__device_destroy(struct ruda_device *d)
 		atomic_store(&d->completed, value);
 	ruda__device_process_completions(d);
 	release_zombies(d);
-	if (d->before_destroy)
-		d->before_destroy(d);
-	ruda__indirect_destroy(d, d->indirect);
+	notify_destroy(d);
 	while (d->spare) {
 		struct ruda_submission *sub = d->spare;
 		d->spare = sub->next;

@@ -9,16 +9,11 @@
 
 #include <ruda/ruda.h>
 
-#include "device/memory.h"
+#include "device/allocator.h"
 #include "common/ref.h"
 
 struct ruda_device;
 struct ruda_stream;
-
-/* What every buffer can be used for. */
-#define RUDA_BUFFER_USAGE                                                                     \
-	(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |             \
-	 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
 
 struct ruda_buffer {
 	struct ruda_ref ref;

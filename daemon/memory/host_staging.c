@@ -1,6 +1,7 @@
 #include "memory/host_staging.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,29 +26,33 @@ static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
 static unsigned ncached;
 static uint64_t cached_bytes;
 static int cache_closed;
-static struct ruda_host_staging *alive; /* every staging made, loop side */
-
-static void link_alive(struct ruda_host_staging *st)
+/* Its device is going (shut down or lost), the staging kept or still in
+ * use: the import goes first. */
+static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 {
-	st->prev = NULL;
-	st->next = alive;
-	if (alive)
-		alive->prev = st;
-	alive = st;
+	struct ruda_host_import *im = (struct ruda_host_import *)((char *)l -
+		offsetof(struct ruda_host_import, device_gone));
+	if (im->buffer)
+		vkDestroyBuffer(d->vk, im->buffer, NULL);
+	if (im->memory)
+		vkFreeMemory(d->vk, im->memory, NULL);
+	*im = (struct ruda_host_import){0};
+}
+
+/* On the loop: the import is freed with its device if that goes first. */
+static void watch_device(struct ruda_host_import *im)
+{
+	im->device_gone.notify = device_gone;
+	ruda__device_listen_destroy(im->device, &im->device_gone);
 }
 
 static void really_destroy(struct ruda_host_staging *st)
 {
-	if (st->prev)
-		st->prev->next = st->next;
-	else if (alive == st)
-		alive = st->next;
-	if (st->next)
-		st->next->prev = st->prev;
 	for (uint32_t i = 0; i < st->nimports; i++) {
 		struct ruda_host_import *im = &st->imports[i];
 		if (!im->device)
 			continue; /* its device went first */
+		ruda__device_listener_remove(&im->device_gone);
 		if (im->buffer)
 			vkDestroyBuffer(im->device->vk, im->buffer, NULL);
 		if (im->memory)
@@ -166,6 +171,7 @@ VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_dev
 		return VK_NULL_HANDLE;
 	struct ruda_host_import *im = &st->imports[st->nimports++];
 	im->device = d;
+	watch_device(im);
 	int err = import(st, im);
 	if (err < 0) {
 		log_error("device %u: cannot import %llu bytes of staging memory: %d", d->index,
@@ -217,8 +223,8 @@ static void make_done(uv_work_t *work, int status)
 		really_destroy(j->st);
 		j->st = NULL;
 	}
-	if (j->st)
-		link_alive(j->st);
+	for (uint32_t i = 0; j->st && i < j->st->nimports; i++)
+		watch_device(&j->st->imports[i]);
 	j->done(j->st, j->data);
 	free(j);
 }
@@ -240,19 +246,4 @@ int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *
 	if (err)
 		free(j);
 	return err;
-}
-
-void ruda__host_staging_forget_device(struct ruda_device *d)
-{
-	for (struct ruda_host_staging *st = alive; st; st = st->next)
-		for (uint32_t i = 0; i < st->nimports; i++) {
-			struct ruda_host_import *im = &st->imports[i];
-			if (im->device != d)
-				continue;
-			if (im->buffer)
-				vkDestroyBuffer(d->vk, im->buffer, NULL);
-			if (im->memory)
-				vkFreeMemory(d->vk, im->memory, NULL);
-			*im = (struct ruda_host_import){0};
-		}
 }
