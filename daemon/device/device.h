@@ -13,8 +13,9 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
-#include "device/deferred_free.h"
 #include "device/allocator.h"
+#include "device/deferred_free.h"
+#include "device/instance.h"
 #include "common/priority.h"
 #include "device/progress_page.h"
 #include "common/ref.h"
@@ -183,25 +184,6 @@ struct ruda_device {
 	void (*on_progress)(void *data);
 	void *progress_data;
 };
-
-/* The daemon's Vulkan instance and every physical device it can see. */
-struct ruda_vulkan {
-	VkInstance instance;
-	VkPhysicalDevice *physical;
-	uint32_t nphysical;
-	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
-	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
-	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
-	 * devices opened on it reserve together (memory.h) */
-	struct ruda_heap_budget *budgets;
-	bool budgets_borrowed; /* another instance's (recovery.c): not freed */
-};
-
-int ruda__vulkan_init(struct ruda_vulkan *vk);
-void ruda__vulkan_finish(struct ruda_vulkan *vk);
-/* Index of the device `selector` names (a number, or part of a device
- * name), or of the best device when selector is NULL; -1 if none. */
-int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
 
 /* Open physical device `physical_index` as logical device `index`. */
 int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_t index,
