@@ -2,6 +2,7 @@
  * never does and publishes how far they have come; the loop's side of it
  * (the async it wakes, the watchdog for work that stopped), and failure:
  * a lost device, a timeout, a device abandoned with its work running. */
+#include "device/device.h"
 #include "device/device_internal.h"
 
 #include <errno.h>

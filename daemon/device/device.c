@@ -2,6 +2,7 @@
  * objects every submission needs and its allocator, and closed once idle.
  * Submissions (submission.c), their completion (completion.c) and
  * timestamps (timestamps.c) are the other parts of struct ruda_device. */
+#include "device/device.h"
 #include "device/device_internal.h"
 
 #include <errno.h>

@@ -7,7 +7,12 @@
 #ifndef RUDA_DEVICE_INTERNAL_H
 #define RUDA_DEVICE_INTERNAL_H
 
-#include "device/device.h"
+#include <stdint.h>
+#include <uv.h>
+
+/* Forward only: the files that include this include device.h themselves,
+ * so this header is below device.h, not beside it. */
+struct ruda_device;
 
 /* completion.c: start the completion thread (and what it waits on);
  * 0, or -ENODEV with nothing left to undo. */

@@ -1,6 +1,7 @@
 /* Submissions: a command buffer recorded, submitted on one of the
  * device's queues with the next timeline value, and completed in order on
  * the loop (its waiters run, its references drop). */
+#include "device/device.h"
 #include "device/device_internal.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* Timestamp queries, in pairs around each submission: the device time it
  * took, for accounting. One pair per submission in flight. */
+#include "device/device.h"
 #include "device/device_internal.h"
 
 #include <stdlib.h>
