@@ -1,4 +1,7 @@
+/* rudad.conf and --set: lines, sections, and each key's value parsed into
+ * struct ruda_config, every error reported with its line. */
 #include "common/config.h"
+#include "common/config_keys.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,30 +21,6 @@
 #define MAX_LINE 4096
 #define MAX_FILE (1u << 20)
 
-/* How a key's value is written and stored. */
-enum type {
-	T_PATH,     /* char *, absolute */
-	T_SELECTOR, /* char *, any text */
-	T_MODE,     /* unsigned, octal */
-	T_GROUP,    /* char * name and gid_t */
-	T_SIZE,     /* uint64_t, K/M/G/T suffixes */
-	T_MEMORY,   /* uint64_t, a size or "unlimited" */
-	T_COUNT,    /* uint32_t */
-	T_BOOL,     /* bool */
-	T_LEVEL,    /* int, a log level name */
-	T_USERS,    /* struct ruda_id_list of uids */
-	T_GROUPS,   /* struct ruda_id_list of gids */
-};
-
-struct key_info {
-	const char *name;
-	enum type type;
-	size_t offset;     /* of the value in struct ruda_config */
-	size_t gid_offset; /* T_GROUP: of its gid */
-	uint64_t min, max; /* T_SIZE, T_COUNT */
-	bool reload;       /* SIGHUP applies it */
-};
-
 /* `devices` is a comma-separated list of selectors, none empty (which
  * device each names is known only once Vulkan is up). */
 static bool devices_list_ok(const char *value)
@@ -58,117 +37,6 @@ static bool devices_list_ok(const char *value)
 		item = end + 1;
 	}
 }
-
-#define F(field) offsetof(struct ruda_config, field)
-static const struct key_info keys[RUDA_CONFIG_NKEYS] = {
-	[RUDA_CONFIG_SOCKET] = {.name = "socket", .type = T_PATH, .offset = F(socket)},
-	[RUDA_CONFIG_SOCKET_MODE] = {.name = "socket_mode", .type = T_MODE,
-				     .offset = F(socket_mode)},
-	[RUDA_CONFIG_SOCKET_GROUP] = {.name = "socket_group", .type = T_GROUP,
-				      .offset = F(socket_group), .gid_offset = F(socket_gid)},
-	[RUDA_CONFIG_DEVICES] = {.name = "devices", .type = T_SELECTOR, .offset = F(devices)},
-	[RUDA_CONFIG_ARENA_SIZE] = {.name = "arena_size", .type = T_SIZE, .offset = F(arena_size),
-				    .min = 1u << 20, .max = 4ull << 30, .reload = true},
-	[RUDA_CONFIG_MAX_CLIENTS] = {.name = "max_clients", .type = T_COUNT,
-				     .offset = F(max_clients), .min = 1, .max = 1u << 20,
-				     .reload = true},
-	[RUDA_CONFIG_MAX_REQUESTS_IN_FLIGHT] = {.name = "max_requests_in_flight",
-						.type = T_COUNT,
-						.offset = F(max_requests_in_flight), .min = 1,
-						.max = 1u << 24},
-	[RUDA_CONFIG_SUBMISSION_TIMEOUT_MS] = {.name = "submission_timeout_ms", .type = T_COUNT,
-					       .offset = F(submission_timeout_ms), .min = 0,
-					       .max = UINT32_MAX},
-	[RUDA_CONFIG_LOG_LEVEL] = {.name = "log_level", .type = T_LEVEL, .offset = F(log_level),
-				   .reload = true},
-	[RUDA_CONFIG_CACHE_DIRECTORY] = {.name = "cache_directory", .type = T_PATH,
-					 .offset = F(cache_directory)},
-	[RUDA_CONFIG_ADMIN_GROUP] = {.name = "admin_group", .type = T_GROUP,
-				     .offset = F(admin_group), .gid_offset = F(admin_gid),
-				     .reload = true},
-	[RUDA_CONFIG_READ_ONLY_VIEWS] = {.name = "read_only_views", .type = T_BOOL,
-					 .offset = F(read_only_views), .reload = true},
-	[RUDA_CONFIG_ALLOWED_USERS] = {.name = "allowed_users", .type = T_USERS,
-				       .offset = F(allowed_users), .reload = true},
-	[RUDA_CONFIG_ALLOWED_GROUPS] = {.name = "allowed_groups", .type = T_GROUPS,
-					.offset = F(allowed_groups), .reload = true},
-	[RUDA_CONFIG_UNCHECKED_LAUNCH_USERS] = {.name = "unchecked_launch_users", .type = T_USERS,
-						.offset = F(unchecked_launch_users),
-						.reload = true},
-	[RUDA_CONFIG_UNCHECKED_LAUNCH_GROUPS] = {.name = "unchecked_launch_groups",
-						 .type = T_GROUPS,
-						 .offset = F(unchecked_launch_groups),
-						 .reload = true},
-	[RUDA_CONFIG_FORCE_CHECKED_LAUNCHES] = {.name = "force_checked_launches", .type = T_BOOL,
-						.offset = F(force_checked_launches),
-						.reload = true},
-	/* devices enable the extension, or not, when they open */
-	[RUDA_CONFIG_EXPORT_MEMORY] = {.name = "export_memory", .type = T_BOOL,
-				       .offset = F(export_memory)},
-	[RUDA_CONFIG_QUEUES] = {.name = "queues", .type = T_COUNT, .offset = F(queues),
-				.min = 0, .max = 16},
-	[RUDA_CONFIG_MAX_MEMORY_PER_CLIENT] = {.name = "max_memory_per_client", .type = T_MEMORY,
-					       .offset = F(max_memory_per_client),
-					       .reload = true},
-	[RUDA_CONFIG_MAX_MEMORY_PER_UID] = {.name = "max_memory_per_uid", .type = T_MEMORY,
-					    .offset = F(max_memory_per_uid), .reload = true},
-	[RUDA_CONFIG_MAX_STAGING_PER_CLIENT] = {.name = "max_staging_per_client", .type = T_MEMORY,
-						.offset = F(max_staging_per_client),
-						.reload = true},
-	[RUDA_CONFIG_MAX_STAGING_PER_UID] = {.name = "max_staging_per_uid", .type = T_MEMORY,
-					     .offset = F(max_staging_per_uid), .reload = true},
-	/* devices' allocators take it when they open */
-	[RUDA_CONFIG_FREED_MEMORY_KEEP_MS] = {.name = "freed_memory_keep_ms", .type = T_COUNT,
-					      .offset = F(freed_memory_keep_ms), .min = 0,
-					      .max = 3600000},
-	[RUDA_CONFIG_MAX_PRIORITY] = {.name = "max_priority", .type = T_COUNT,
-				      .offset = F(max_priority), .min = 1, .max = 7,
-				      .reload = true},
-	[RUDA_CONFIG_HIGH_PRIORITY_USERS] = {.name = "high_priority_users", .type = T_USERS,
-					     .offset = F(high_priority_users), .reload = true},
-	[RUDA_CONFIG_HIGH_PRIORITY_GROUPS] = {.name = "high_priority_groups", .type = T_GROUPS,
-					      .offset = F(high_priority_groups),
-					      .reload = true},
-	[RUDA_CONFIG_PRIORITY_ANTICIPATION_US] = {.name = "priority_anticipation_us",
-						  .type = T_COUNT,
-						  .offset = F(priority_anticipation_us),
-						  .min = 0, .max = 1000000, .reload = true},
-	[RUDA_CONFIG_PRIORITY_MAX_WAIT_US] = {.name = "priority_max_wait_us", .type = T_COUNT,
-					      .offset = F(priority_max_wait_us), .min = 0,
-					      .max = 10000000, .reload = true},
-	[RUDA_CONFIG_HANDSHAKE_TIMEOUT_MS] = {.name = "handshake_timeout_ms", .type = T_COUNT,
-					      .offset = F(handshake_timeout_ms), .min = 0,
-					      .max = 3600000, .reload = true},
-	[RUDA_CONFIG_MAX_PENDING_PER_UID] = {.name = "max_pending_per_uid", .type = T_COUNT,
-					     .offset = F(max_pending_per_uid), .min = 0,
-					     .max = 1u << 20, .reload = true},
-	[RUDA_CONFIG_ADMIN_RESERVED_CLIENTS] = {.name = "admin_reserved_clients",
-						.type = T_COUNT,
-						.offset = F(admin_reserved_clients), .min = 0,
-						.max = 1u << 20, .reload = true},
-	[RUDA_CONFIG_EXCLUSIVE_USERS] = {.name = "exclusive_users", .type = T_USERS,
-					 .offset = F(exclusive_users), .reload = true},
-	[RUDA_CONFIG_EXCLUSIVE_GROUPS] = {.name = "exclusive_groups", .type = T_GROUPS,
-					  .offset = F(exclusive_groups), .reload = true},
-	[RUDA_CONFIG_MAX_EXCLUSIVE_MS] = {.name = "max_exclusive_ms", .type = T_COUNT,
-					  .offset = F(max_exclusive_ms), .min = 1,
-					  .max = 3600000, .reload = true},
-	[RUDA_CONFIG_EXCLUSIVE_SHARE] = {.name = "exclusive_share", .type = T_COUNT,
-					 .offset = F(exclusive_share), .min = 1, .max = 100,
-					 .reload = true},
-	[RUDA_CONFIG_STOP_TIMEOUT_MS] = {.name = "stop_timeout_ms", .type = T_COUNT,
-					 .offset = F(stop_timeout_ms), .min = 0, .max = 3600000,
-					 .reload = true},
-};
-#undef F
-
-static const char *const level_names[] = {
-	[RUDA_LOG_ERROR] = "error", [RUDA_LOG_WARNING] = "warning", [RUDA_LOG_NOTICE] = "notice",
-	[RUDA_LOG_INFO] = "info",   [RUDA_LOG_DEBUG] = "debug",
-};
-
-#define FIELD(config, k, T) ((T *)((char *)(config) + keys[k].offset))
-#define CFIELD(config, k, T) ((const T *)((const char *)(config) + keys[k].offset))
 
 /* ---- reporting ---------------------------------------------------------- */
 
@@ -192,73 +60,6 @@ __attribute__((format(printf, 2, 3))) static void fail(struct parser *p, const c
 	p->errors++;
 	if (p->report)
 		p->report(p->data, p->path, p->line, message);
-}
-
-/* ---- defaults and lifetime --------------------------------------------- */
-
-void ruda__config_init(struct ruda_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->socket_mode = 0660;
-	c->socket_gid = (gid_t)-1;
-	c->arena_size = 16ull << 20;
-	c->freed_memory_keep_ms = RUDA_FREED_MEMORY_KEEP_MS;
-	c->max_priority = 4; /* RUDA_PRIORITY_NORMAL */
-	c->priority_anticipation_us = RUDA_PRIORITY_ANTICIPATION_US;
-	c->priority_max_wait_us = RUDA_PRIORITY_MAX_WAIT_US;
-	c->max_clients = 1024;
-	c->handshake_timeout_ms = 5000;
-	c->max_pending_per_uid = 64;
-	c->admin_reserved_clients = 4;
-	c->max_exclusive_ms = 10000;
-	c->exclusive_share = 50;
-	c->max_requests_in_flight = 1024;
-	c->submission_timeout_ms = RUDA_SUBMISSION_TIMEOUT_MS;
-	c->stop_timeout_ms = RUDA_STOP_TIMEOUT_MS;
-	c->log_level = RUDA_LOG_INFO;
-	c->admin_gid = (gid_t)-1;
-	c->read_only_views = true; /* as ps(1) shows processes to everyone */
-	c->export_memory = true;
-	c->max_memory_per_client = RUDA_QUOTA_AUTO;
-	c->max_memory_per_uid = RUDA_QUOTA_AUTO;
-	c->max_staging_per_client = RUDA_UNLIMITED;
-	c->max_staging_per_uid = ruda__config_default_staging_per_uid();
-}
-
-uint64_t ruda__config_default_staging_per_uid(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	if (pages <= 0 || page <= 0)
-		return RUDA_UNLIMITED;
-	/* one user may pin up to half of it: the rest stays for everyone else */
-	return (uint64_t)pages * (uint64_t)page / 2 >> 20 << 20;
-}
-
-static void free_value(struct ruda_config *c, enum ruda_config_key k)
-{
-	switch (keys[k].type) {
-	case T_PATH:
-	case T_SELECTOR:
-	case T_GROUP:
-		free(*FIELD(c, k, char *));
-		*FIELD(c, k, char *) = NULL;
-		break;
-	case T_USERS:
-	case T_GROUPS:
-		free(FIELD(c, k, struct ruda_id_list)->ids);
-		*FIELD(c, k, struct ruda_id_list) = (struct ruda_id_list){0};
-		break;
-	default:
-		break;
-	}
-}
-
-void ruda__config_finish(struct ruda_config *c)
-{
-	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++)
-		free_value(c, (enum ruda_config_key)k);
-	free(c->quotas);
-	memset(c, 0, sizeof(*c));
 }
 
 /* ---- values ------------------------------------------------------------- */
@@ -334,29 +135,6 @@ static bool parse_memory(const char *s, uint64_t *out)
 	return parse_size(s, out);
 }
 
-const char *ruda__config_format_size(uint64_t bytes, char *buf, size_t len)
-{
-	static const char suffix[] = "KMGT";
-	if (bytes == RUDA_UNLIMITED) {
-		snprintf(buf, len, "unlimited");
-		return buf;
-	}
-	if (bytes == RUDA_QUOTA_AUTO) {
-		snprintf(buf, len, "auto");
-		return buf;
-	}
-	int unit = -1;
-	while (unit < 3 && bytes && bytes % 1024 == 0) {
-		bytes /= 1024;
-		unit++;
-	}
-	if (unit < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[unit]);
-	return buf;
-}
-
 /* A number is an id as is (like chown); a name must exist. */
 static bool lookup_id(const char *name, bool group, uint32_t *id)
 {
@@ -381,27 +159,6 @@ static bool lookup_id(const char *name, bool group, uint32_t *id)
 		*id = found->pw_uid;
 	}
 	return true;
-}
-
-/* The name of an id when it has one, else the number. */
-static const char *id_name(uint32_t id, bool group, char *out, size_t len)
-{
-	char buf[16384];
-	const char *name = NULL;
-	if (group) {
-		struct group gr, *found = NULL;
-		if (getgrgid_r(id, &gr, buf, sizeof(buf), &found) == 0 && found)
-			name = found->gr_name;
-	} else {
-		struct passwd pw, *found = NULL;
-		if (getpwuid_r(id, &pw, buf, sizeof(buf), &found) == 0 && found)
-			name = found->pw_name;
-	}
-	if (name)
-		snprintf(out, len, "%s", name);
-	else
-		snprintf(out, len, "%u", id);
-	return out;
 }
 
 /* "alice, bob 1000": commas and/or blanks between entries. Reports every
@@ -454,7 +211,7 @@ static bool parse_ids(struct parser *p, const char *key, const char *s, bool gro
 static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_key k,
 		      const char *value)
 {
-	const struct key_info *info = &keys[k];
+	const struct key_info *info = &ruda__config_keys[k];
 	if (!*value) {
 		struct ruda_config defaults;
 		ruda__config_init(&defaults);
@@ -488,7 +245,7 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 			fail(p, "out of memory");
 			return false;
 		}
-		free_value(c, k);
+		ruda__config_free_value(c, k);
 		*FIELD(c, k, char *) = copy;
 		break;
 	}
@@ -519,7 +276,7 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 			fail(p, "out of memory");
 			return false;
 		}
-		free_value(c, k);
+		ruda__config_free_value(c, k);
 		*FIELD(c, k, char *) = copy;
 		*(gid_t *)((char *)c + info->gid_offset) = gid;
 		break;
@@ -585,7 +342,7 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 		struct ruda_id_list list;
 		if (!parse_ids(p, info->name, value, info->type == T_GROUPS, &list))
 			return false;
-		free_value(c, k);
+		ruda__config_free_value(c, k);
 		*FIELD(c, k, struct ruda_id_list) = list;
 		break;
 	}
@@ -822,237 +579,4 @@ int ruda__config_set(struct ruda_config *c, const char *key, const char *value,
 		return -1;
 	}
 	return set_value(&p, c, (enum ruda_config_key)k, value) ? 0 : -1;
-}
-
-/* ---- keys --------------------------------------------------------------- */
-
-const char *ruda__config_key_name(enum ruda_config_key k)
-{
-	return keys[k].name;
-}
-
-int ruda__config_key_lookup(const char *name)
-{
-	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++)
-		if (strcmp(keys[k].name, name) == 0)
-			return k;
-	return -1;
-}
-
-bool ruda__config_key_reloadable(enum ruda_config_key k)
-{
-	return keys[k].reload;
-}
-
-static size_t scalar_size(enum type t)
-{
-	switch (t) {
-	case T_MODE: return sizeof(unsigned);
-	case T_SIZE:
-	case T_MEMORY: return sizeof(uint64_t);
-	case T_COUNT: return sizeof(uint32_t);
-	case T_BOOL: return sizeof(bool);
-	case T_LEVEL: return sizeof(int);
-	default: return 0;
-	}
-}
-
-static bool str_equal(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-bool ruda__config_key_equal(const struct ruda_config *a, const struct ruda_config *b,
-			    enum ruda_config_key k)
-{
-	const struct key_info *info = &keys[k];
-	switch (info->type) {
-	case T_PATH:
-	case T_SELECTOR:
-		return str_equal(*CFIELD(a, k, char *), *CFIELD(b, k, char *));
-	case T_GROUP:
-		return (*CFIELD(a, k, char *) == NULL) == (*CFIELD(b, k, char *) == NULL) &&
-		       *(const gid_t *)((const char *)a + info->gid_offset) ==
-			       *(const gid_t *)((const char *)b + info->gid_offset);
-	case T_USERS:
-	case T_GROUPS: {
-		const struct ruda_id_list *x = CFIELD(a, k, struct ruda_id_list);
-		const struct ruda_id_list *y = CFIELD(b, k, struct ruda_id_list);
-		return x->count == y->count &&
-		       (!x->count || memcmp(x->ids, y->ids, x->count * sizeof(*x->ids)) == 0);
-	}
-	default:
-		return memcmp(CFIELD(a, k, char), CFIELD(b, k, char), scalar_size(info->type)) ==
-		       0;
-	}
-}
-
-int ruda__config_key_copy(struct ruda_config *dst, const struct ruda_config *src,
-			  enum ruda_config_key k)
-{
-	const struct key_info *info = &keys[k];
-	switch (info->type) {
-	case T_PATH:
-	case T_SELECTOR:
-	case T_GROUP: {
-		const char *s = *CFIELD(src, k, char *);
-		char *copy = s ? strdup(s) : NULL;
-		if (s && !copy)
-			return -ENOMEM;
-		free_value(dst, k);
-		*FIELD(dst, k, char *) = copy;
-		if (info->type == T_GROUP)
-			*(gid_t *)((char *)dst + info->gid_offset) =
-				*(const gid_t *)((const char *)src + info->gid_offset);
-		break;
-	}
-	case T_USERS:
-	case T_GROUPS: {
-		const struct ruda_id_list *from = CFIELD(src, k, struct ruda_id_list);
-		struct ruda_id_list list = {0};
-		if (from->count) {
-			list.ids = malloc(from->count * sizeof(*list.ids));
-			if (!list.ids)
-				return -ENOMEM;
-			memcpy(list.ids, from->ids, from->count * sizeof(*list.ids));
-			list.count = from->count;
-		}
-		free_value(dst, k);
-		*FIELD(dst, k, struct ruda_id_list) = list;
-		break;
-	}
-	default:
-		memcpy(FIELD(dst, k, char), CFIELD(src, k, char), scalar_size(info->type));
-		break;
-	}
-	dst->set = (dst->set & ~(1ull << k)) | (src->set & (1ull << k));
-	return 0;
-}
-
-int ruda__config_override(struct ruda_config *dst, const struct ruda_config *src)
-{
-	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++) {
-		if (!(src->set & (1ull << k)))
-			continue;
-		int err = ruda__config_key_copy(dst, src, (enum ruda_config_key)k);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-bool ruda__config_quotas_equal(const struct ruda_config *a, const struct ruda_config *b)
-{
-	if (a->nquotas != b->nquotas)
-		return false;
-	for (size_t i = 0; i < a->nquotas; i++) {
-		const struct ruda_config_quota *x = &a->quotas[i], *y = &b->quotas[i];
-		if (x->is_group != y->is_group || x->id != y->id ||
-		    x->has_max_memory_per_client != y->has_max_memory_per_client ||
-		    x->has_max_memory_per_uid != y->has_max_memory_per_uid ||
-		    x->max_memory_per_client != y->max_memory_per_client ||
-		    x->max_memory_per_uid != y->max_memory_per_uid)
-			return false;
-	}
-	return true;
-}
-
-/* ---- derived values and output ----------------------------------------- */
-
-int ruda__config_default_cache_directory(char *buf, size_t len)
-{
-	const char *env = getenv("CACHE_DIRECTORY");
-	int n;
-	if (env && *env) {
-		/* systemd lists one path per CacheDirectory= entry */
-		n = snprintf(buf, len, "%.*s", (int)strcspn(env, ":"), env);
-	} else if (geteuid() == 0) {
-		n = snprintf(buf, len, "/var/cache/ruda");
-	} else if ((env = getenv("XDG_CACHE_HOME")) && env[0] == '/') {
-		n = snprintf(buf, len, "%s/ruda", env);
-	} else if ((env = getenv("HOME")) && env[0] == '/') {
-		n = snprintf(buf, len, "%s/.cache/ruda", env);
-	} else {
-		return -ENOENT;
-	}
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-int ruda__config_resolve(struct ruda_config *c)
-{
-	if (c->cache_directory)
-		return 0;
-	char dir[4096];
-	int err = ruda__config_default_cache_directory(dir, sizeof(dir));
-	if (err)
-		return err;
-	c->cache_directory = strdup(dir);
-	return c->cache_directory ? 0 : -ENOMEM;
-}
-
-static void write_ids(const struct ruda_id_list *list, bool group, FILE *out)
-{
-	for (size_t i = 0; i < list->count; i++) {
-		char name[256];
-		fprintf(out, "%s%s", i ? ", " : " ", id_name(list->ids[i], group, name, sizeof(name)));
-	}
-}
-
-void ruda__config_write(const struct ruda_config *c, FILE *out)
-{
-	char size[32];
-	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++) {
-		const struct key_info *info = &keys[k];
-		fprintf(out, "%s =", info->name);
-		switch (info->type) {
-		case T_PATH:
-		case T_SELECTOR:
-		case T_GROUP: {
-			const char *s = *CFIELD(c, k, char *);
-			if (s)
-				fprintf(out, " %s", s);
-			break;
-		}
-		case T_MODE:
-			fprintf(out, " %04o", *CFIELD(c, k, unsigned));
-			break;
-		case T_SIZE:
-		case T_MEMORY:
-			fprintf(out, " %s",
-				ruda__config_format_size(*CFIELD(c, k, uint64_t), size, sizeof(size)));
-			break;
-		case T_COUNT:
-			fprintf(out, " %u", *CFIELD(c, k, uint32_t));
-			break;
-		case T_BOOL:
-			fprintf(out, " %s", *CFIELD(c, k, bool) ? "yes" : "no");
-			break;
-		case T_LEVEL: {
-			int level = *CFIELD(c, k, int);
-			fprintf(out, " %s", level >= RUDA_LOG_ERROR && level <= RUDA_LOG_DEBUG
-						    ? level_names[level]
-						    : "info");
-			break;
-		}
-		case T_USERS:
-		case T_GROUPS:
-			write_ids(CFIELD(c, k, struct ruda_id_list), info->type == T_GROUPS, out);
-			break;
-		}
-		fputc('\n', out);
-	}
-	for (size_t i = 0; i < c->nquotas; i++) {
-		const struct ruda_config_quota *q = &c->quotas[i];
-		char name[256];
-		fprintf(out, "\n[%s %s]\n", q->is_group ? "group" : "user",
-			id_name(q->id, q->is_group, name, sizeof(name)));
-		if (q->has_max_memory_per_client)
-			fprintf(out, "max_memory_per_client = %s\n",
-				ruda__config_format_size(q->max_memory_per_client, size,
-							 sizeof(size)));
-		if (q->has_max_memory_per_uid)
-			fprintf(out, "max_memory_per_uid = %s\n",
-				ruda__config_format_size(q->max_memory_per_uid, size,
-							 sizeof(size)));
-	}
 }
