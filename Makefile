@@ -78,7 +78,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/helper_*.c))
 
-.PHONY: all run check check-python deps clean install uninstall test-unit test-integration
+.PHONY: all run check check-python deps clean install uninstall
 .DELETE_ON_ERROR:
 
 RUDACTL := $(if $(wildcard libclient/rudactl*.c),$(BUILD)/rudactl)
