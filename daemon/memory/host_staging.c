@@ -1,6 +1,7 @@
 #include "memory/host_staging.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,21 @@
 #define CACHE_ENTRIES 4
 #define CACHE_MAX_BYTES (4ull << 30)
 
-static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
-static unsigned ncached;
-static uint64_t cached_bytes;
-static int cache_closed;
+/* The one piece of process-wide state here, on purpose: a staging is
+ * imported into any of the daemon's devices and taken by any session's
+ * transfer, so reuse works across all of them only with one cache, and
+ * its bounds (CACHE_ENTRIES, CACHE_MAX_BYTES) are on host memory the
+ * process keeps mapped and pinned, whatever the number of devices. A cache
+ * per device would multiply the bound and miss every transfer between
+ * two devices. Loop thread only (the thread pool never touches it);
+ * `closed` at shutdown, when the devices are about to go. What is made
+ * per device (the imports) goes with its device: a destroy listener. */
+static struct {
+	struct ruda_host_staging *entries[CACHE_ENTRIES]; /* oldest first */
+	unsigned n;
+	uint64_t bytes;
+	bool closed;
+} cache;
 /* Its device is going (shut down or lost), the staging kept or still in
  * use: the import goes first. */
 static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
@@ -65,30 +77,30 @@ static void really_destroy(struct ruda_host_staging *st)
 
 static void cache_drop_oldest(void)
 {
-	struct ruda_host_staging *old = cache[0];
-	memmove(cache, cache + 1, --ncached * sizeof(cache[0]));
-	cached_bytes -= old->mapped;
+	struct ruda_host_staging *old = cache.entries[0];
+	memmove(cache.entries, cache.entries + 1, --cache.n * sizeof(cache.entries[0]));
+	cache.bytes -= old->mapped;
 	really_destroy(old);
 }
 
 static void staging_destroy(struct ruda_ref *ref)
 {
 	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
-	if (cache_closed || st->mapped > CACHE_MAX_BYTES) {
+	if (cache.closed || st->mapped > CACHE_MAX_BYTES) {
 		really_destroy(st);
 		return;
 	}
-	while (ncached && (ncached == CACHE_ENTRIES || cached_bytes + st->mapped > CACHE_MAX_BYTES))
+	while (cache.n && (cache.n == CACHE_ENTRIES || cache.bytes + st->mapped > CACHE_MAX_BYTES))
 		cache_drop_oldest();
 	ruda_ref_init(&st->ref, staging_destroy);
-	cache[ncached++] = st;
-	cached_bytes += st->mapped;
+	cache.entries[cache.n++] = st;
+	cache.bytes += st->mapped;
 }
 
 void ruda__host_staging_cache_clear(void)
 {
-	cache_closed = 1;
-	while (ncached)
+	cache.closed = true;
+	while (cache.n)
 		cache_drop_oldest();
 }
 
@@ -123,8 +135,8 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 					     struct ruda_device *const *devices, uint32_t n)
 {
 	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
-	for (unsigned i = ncached; i-- > 0;) {
-		struct ruda_host_staging *c = cache[i];
+	for (unsigned i = cache.n; i-- > 0;) {
+		struct ruda_host_staging *c = cache.entries[i];
 		if (c->mapped < mapped || c->mapped > 2 * mapped + STAGING_ALIGN ||
 		    c->max_imports < max_devices)
 			continue;
@@ -137,9 +149,10 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 				}
 		if (have < n)
 			continue;
-		memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
-		ncached--;
-		cached_bytes -= c->mapped;
+		memmove(cache.entries + i, cache.entries + i + 1,
+			(cache.n - i - 1) * sizeof(cache.entries[0]));
+		cache.n--;
+		cache.bytes -= c->mapped;
 		c->size = size;
 		return c;
 	}
