@@ -321,8 +321,9 @@ static void destroy_queue_objects(struct ruda_device *d)
 }
 
 /* The allocator, for buffers of rudad's usage, and whether those can be
- * exported from its memory type. *made is MADE_ALLOCATOR once it is set up. */
-static int init_allocator(struct ruda_device *d, enum made *made)
+ * exported from its memory type (that check cannot fail: the allocator is
+ * set up when this returns 0, and only then). */
+static int init_allocator(struct ruda_device *d)
 {
 	/* every buffer rudad makes has the same usage: probe its needs once */
 	VkBufferCreateInfo probe_info = {
@@ -351,7 +352,6 @@ static int init_allocator(struct ruda_device *d, enum made *made)
 		log_error("device %s: no memory type for buffers", d->props.deviceName);
 		return -ENODEV;
 	}
-	*made = MADE_ALLOCATOR;
 	/* exported buffers take their memory from the same type as all others */
 	if (d->get_memory_fd) {
 		VkExternalMemoryBufferCreateInfo external = {
@@ -463,8 +463,9 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	made = MADE_TIMESTAMPS;
 	ruda__deferred_free_init(&d->frees, loop);
 	made = MADE_FREES;
-	if ((err = init_allocator(d, &made)) < 0)
+	if ((err = init_allocator(d)) < 0)
 		goto fail;
+	made = MADE_ALLOCATOR;
 	if ((err = ruda__device_completion_start(d)) < 0)
 		goto fail;
 	made = MADE_COMPLETION;
