@@ -44,7 +44,7 @@ struct ruda_buffer {
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */
 ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
 				struct ruda_buffer **out);
-/* The same in allocation mode `mode` (memory.h); dedicated buffers are
+/* The same in allocation mode `mode` (device/allocator.h); dedicated buffers are
  * exportable (device.h: export_off NULL): created with
  * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
  * dedicated to them. */
