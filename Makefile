@@ -85,7 +85,7 @@ TEST_HELPERS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tes
 $(if $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)),$(error tests/unit and tests/integration \
 	both have $(notdir $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)))))
 
-.PHONY: all run check check-python deps clean install uninstall test-unit test-integration
+.PHONY: all run check check-python deps clean install uninstall
 .DELETE_ON_ERROR:
 
 RUDACTL := $(if $(wildcard rudactl/*.c),$(BUILD)/rudactl)

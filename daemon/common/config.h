@@ -34,7 +34,7 @@
 #define RUDA_PRIORITY_MAX_WAIT_US 2000u
 
 /* How long freed large buffers' device memory is kept for reuse
- * (daemon/device/memory.c). */
+ * (daemon/device/allocator.c). */
 #define RUDA_FREED_MEMORY_KEEP_MS 10000u
 
 /* A submission that makes no progress for this long fails with

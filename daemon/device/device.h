@@ -13,8 +13,9 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
+#include "device/allocator.h"
 #include "device/deferred_free.h"
-#include "device/memory.h"
+#include "device/instance.h"
 #include "common/priority.h"
 #include "device/progress_page.h"
 #include "common/ref.h"
@@ -54,6 +55,18 @@ struct ruda_submission {
 	struct ruda_ref **refs; /* owned references, dropped on completion */
 	size_t nrefs, refs_cap;
 	struct ruda_waiter *waiters, **waiters_tail;
+};
+
+/*
+ * Something made on a device by a layer above it (host memory imported
+ * into it, the clamp kernel of dynamic counts) that must go before the
+ * device does: libwayland's destroy listener. The device calls `notify`
+ * once, idle, before its VkDevice is destroyed; the listener is off the
+ * list by then. Loop thread only.
+ */
+struct ruda_device_listener {
+	struct ruda_device_listener *next, **link; /* link: NULL when not listening */
+	void (*notify)(struct ruda_device_listener *listener, struct ruda_device *device);
 };
 
 struct ruda_device_stats {
@@ -152,9 +165,9 @@ struct ruda_device {
 	struct ruda_device_details *details; /* owned by device_details.c */
 	uint64_t busy_ns;   /* device time of the submissions completed so far */
 	uint64_t opened_ns; /* uv_hrtime() once opened */
-	/* called by ruda__device_destroy once the device is idle, before its
-	 * VkDevice goes: others drop what they made on it (host staging) */
-	void (*before_destroy)(struct ruda_device *device);
+	/* told by ruda__device_destroy once the device is idle, before its
+	 * VkDevice goes, in the order they were added */
+	struct ruda_device_listener *destroy_listeners;
 
 	/* its physical device's heaps' budgets, VK_MAX_MEMORY_HEAPS of them,
 	 * shared with the other logical devices on it (ruda_vulkan's); NULL:
@@ -162,7 +175,9 @@ struct ruda_device {
 	struct ruda_heap_budget *heap_budgets;
 	struct ruda_memory allocator; /* buffers' device memory, loop thread only */
 	struct ruda_deferred_free frees; /* slow frees, run in the thread pool */
-	struct ruda_indirect *indirect; /* dynamic counts (indirect.c), made on first use */
+	/* dynamic counts: made on first use and torn down by exec/indirect.c
+	 * (through a destroy listener); the device only keeps the pointer */
+	struct ruda_indirect *indirect;
 	struct ruda_device_stats stats;
 	struct ruda_priority_state priority; /* scheduling (session.c, priority.c) */
 	/* called on the loop after completions were processed */
@@ -170,30 +185,17 @@ struct ruda_device {
 	void *progress_data;
 };
 
-/* The daemon's Vulkan instance and every physical device it can see. */
-struct ruda_vulkan {
-	VkInstance instance;
-	VkPhysicalDevice *physical;
-	uint32_t nphysical;
-	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
-	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
-	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
-	 * devices opened on it reserve together (memory.h) */
-	struct ruda_heap_budget *budgets;
-	bool budgets_borrowed; /* another instance's (recovery.c): not freed */
-};
-
-int ruda__vulkan_init(struct ruda_vulkan *vk);
-void ruda__vulkan_finish(struct ruda_vulkan *vk);
-/* Index of the device `selector` names (a number, or part of a device
- * name), or of the best device when selector is NULL; -1 if none. */
-int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
-
 /* Open physical device `physical_index` as logical device `index`. */
 int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_t index,
 			uv_loop_t *loop, struct ruda_device **out);
 /* Waits for the device to go idle, completes everything, frees it. */
 void ruda__device_destroy(struct ruda_device *device);
+/* Tell `listener` when `device` is destroyed (after those added before). */
+void ruda__device_listen_destroy(struct ruda_device *device,
+				 struct ruda_device_listener *listener);
+/* Stop listening (the object goes before its device); nothing if it is
+ * not listening. */
+void ruda__device_listener_remove(struct ruda_device_listener *listener);
 
 /* A submission in the recording state (command buffer begun), on queue 0
  * and after all work submitted before it on every queue: what rudad's own
@@ -261,8 +263,5 @@ void ruda__device_query_pair_end(struct ruda_device *device, VkCommandBuffer cmd
 /* Nanoseconds between the pair's timestamps (both written and complete);
  * 0 when unavailable. */
 uint64_t ruda__device_query_pair_ns(struct ruda_device *device, int32_t pair);
-
-int ruda__device_memory_type(const struct ruda_device *device, uint32_t type_bits,
-			     VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
 
 #endif

@@ -1,5 +1,6 @@
 #include "exec/indirect.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "memory/buffer.h"
@@ -10,10 +11,11 @@ static const uint32_t clamp_spirv[] =
 #include "indirect_clamp.spv.inc"
 	;
 
-void ruda__indirect_destroy(struct ruda_device *d, struct ruda_indirect *in)
+static void indirect_destroy(struct ruda_device *d, struct ruda_indirect *in)
 {
 	if (!in)
 		return;
+	ruda__device_listener_remove(&in->device_gone);
 	if (in->clamp)
 		vkDestroyPipeline(d->vk, in->clamp, NULL);
 	if (in->layout)
@@ -85,14 +87,28 @@ static struct ruda_indirect *create(struct ruda_device *d)
 	return in;
 fail:
 	log_error("device %u: cannot make the kernel that clamps dynamic counts", d->index);
-	ruda__indirect_destroy(d, in);
+	indirect_destroy(d, in);
 	return NULL;
+}
+
+/* Its device is going (idle): nothing runs that uses it. */
+static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
+{
+	struct ruda_indirect *in = (struct ruda_indirect *)((char *)l -
+		offsetof(struct ruda_indirect, device_gone));
+	d->indirect = NULL;
+	indirect_destroy(d, in);
 }
 
 struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
 {
-	if (!d->indirect)
+	if (!d->indirect) {
 		d->indirect = create(d);
+		if (d->indirect) {
+			d->indirect->device_gone.notify = device_gone;
+			ruda__device_listen_destroy(d, &d->indirect->device_gone);
+		}
+	}
 	return d->indirect;
 }
 

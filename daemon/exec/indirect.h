@@ -16,8 +16,9 @@
 
 #include <ruda/status.h>
 
+#include "device/device.h"
+
 struct ruda_buffer;
-struct ruda_device;
 
 struct ruda_indirect {
 	VkShaderModule module;
@@ -26,13 +27,12 @@ struct ruda_indirect {
 	VkPipeline clamp;
 	struct ruda_buffer *counts; /* owned: where the clamped counts go, a slot per queue */
 	uint64_t slot;              /* bytes between slots (the binding alignment) */
+	struct ruda_device_listener device_gone; /* tears it down with its device */
 };
 
 /* The device's indirect machinery, made on first use; NULL when it cannot
- * be made. */
+ * be made. It goes with the device (a destroy listener). */
 struct ruda_indirect *ruda__indirect_get(struct ruda_device *device);
-/* Release it (device teardown; nothing may be running). */
-void ruda__indirect_destroy(struct ruda_device *device, struct ruda_indirect *indirect);
 
 /* Record the clamp of the counts at byte `offset` of `src` (validated: a
  * multiple of 4, 12 bytes inside it) and the barrier that makes them

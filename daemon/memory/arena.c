@@ -59,10 +59,10 @@ int ruda__host_import(struct ruda_device *d, void *map, uint64_t size, VkBuffer 
 		return -EIO;
 	VkMemoryRequirements req;
 	vkGetBufferMemoryRequirements(d->vk, *buffer, &req);
-	int type = ruda__device_memory_type(d, req.memoryTypeBits & host.memoryTypeBits,
-					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-					    0);
+	int type = ruda__memory_type(&d->memory, req.memoryTypeBits & host.memoryTypeBits,
+				     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+					     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+				     0);
 	if (type < 0)
 		return -ENOTSUP;
 	VkImportMemoryHostPointerInfoEXT import = {
@@ -103,10 +103,10 @@ static int arena_bounce(struct ruda_arena *a)
 		return -EIO;
 	VkMemoryRequirements req;
 	vkGetBufferMemoryRequirements(d->vk, a->buffer, &req);
-	int type = ruda__device_memory_type(d, req.memoryTypeBits,
-					    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-						    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-					    0);
+	int type = ruda__memory_type(&d->memory, req.memoryTypeBits,
+				     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+					     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+				     0);
 	if (type < 0)
 		return -ENOTSUP;
 	VkMemoryAllocateInfo alloc = {

@@ -9,16 +9,11 @@
 
 #include <ruda/status.h>
 
-#include "device/memory.h"
+#include "device/allocator.h"
 #include "common/ref.h"
 
 struct ruda_device;
 struct ruda_stream;
-
-/* What every buffer can be used for. */
-#define RUDA_BUFFER_USAGE                                                                     \
-	(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |             \
-	 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
 
 struct ruda_buffer {
 	struct ruda_ref ref;
@@ -49,7 +44,7 @@ struct ruda_buffer {
 /* RUDA_OK, RUDA_ERROR_TOO_LARGE, RUDA_ERROR_OUT_OF_MEMORY. */
 ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
 				struct ruda_buffer **out);
-/* The same in allocation mode `mode` (memory.h); dedicated buffers are
+/* The same in allocation mode `mode` (device/allocator.h); dedicated buffers are
  * exportable (device.h: export_off NULL): created with
  * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
  * dedicated to them. */

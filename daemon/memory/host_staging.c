@@ -1,6 +1,8 @@
 #include "memory/host_staging.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,33 +23,48 @@
 #define CACHE_ENTRIES 4
 #define CACHE_MAX_BYTES (4ull << 30)
 
-static struct ruda_host_staging *cache[CACHE_ENTRIES]; /* oldest first */
-static unsigned ncached;
-static uint64_t cached_bytes;
-static int cache_closed;
-static struct ruda_host_staging *alive; /* every staging made, loop side */
-
-static void link_alive(struct ruda_host_staging *st)
+/* The one piece of process-wide state here, on purpose: a staging is
+ * imported into any of the daemon's devices and taken by any session's
+ * transfer, so reuse works across all of them only with one cache, and
+ * its bounds (CACHE_ENTRIES, CACHE_MAX_BYTES) are on host memory the
+ * process keeps mapped and pinned, whatever the number of devices. A cache
+ * per device would multiply the bound and miss every transfer between
+ * two devices. Loop thread only (the thread pool never touches it);
+ * `closed` at shutdown, when the devices are about to go. What is made
+ * per device (the imports) goes with its device: a destroy listener. */
+static struct {
+	struct ruda_host_staging *entries[CACHE_ENTRIES]; /* oldest first */
+	unsigned n;
+	uint64_t bytes;
+	bool closed;
+} cache;
+/* Its device is going (shut down or lost), the staging kept or still in
+ * use: the import goes first. */
+static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 {
-	st->prev = NULL;
-	st->next = alive;
-	if (alive)
-		alive->prev = st;
-	alive = st;
+	struct ruda_host_import *im = (struct ruda_host_import *)((char *)l -
+		offsetof(struct ruda_host_import, device_gone));
+	if (im->buffer)
+		vkDestroyBuffer(d->vk, im->buffer, NULL);
+	if (im->memory)
+		vkFreeMemory(d->vk, im->memory, NULL);
+	*im = (struct ruda_host_import){0};
+}
+
+/* On the loop: the import is freed with its device if that goes first. */
+static void watch_device(struct ruda_host_import *im)
+{
+	im->device_gone.notify = device_gone;
+	ruda__device_listen_destroy(im->device, &im->device_gone);
 }
 
 static void really_destroy(struct ruda_host_staging *st)
 {
-	if (st->prev)
-		st->prev->next = st->next;
-	else if (alive == st)
-		alive = st->next;
-	if (st->next)
-		st->next->prev = st->prev;
 	for (uint32_t i = 0; i < st->nimports; i++) {
 		struct ruda_host_import *im = &st->imports[i];
 		if (!im->device)
 			continue; /* its device went first */
+		ruda__device_listener_remove(&im->device_gone);
 		if (im->buffer)
 			vkDestroyBuffer(im->device->vk, im->buffer, NULL);
 		if (im->memory)
@@ -60,30 +77,30 @@ static void really_destroy(struct ruda_host_staging *st)
 
 static void cache_drop_oldest(void)
 {
-	struct ruda_host_staging *old = cache[0];
-	memmove(cache, cache + 1, --ncached * sizeof(cache[0]));
-	cached_bytes -= old->mapped;
+	struct ruda_host_staging *old = cache.entries[0];
+	memmove(cache.entries, cache.entries + 1, --cache.n * sizeof(cache.entries[0]));
+	cache.bytes -= old->mapped;
 	really_destroy(old);
 }
 
 static void staging_destroy(struct ruda_ref *ref)
 {
 	struct ruda_host_staging *st = (struct ruda_host_staging *)ref;
-	if (cache_closed || st->mapped > CACHE_MAX_BYTES) {
+	if (cache.closed || st->mapped > CACHE_MAX_BYTES) {
 		really_destroy(st);
 		return;
 	}
-	while (ncached && (ncached == CACHE_ENTRIES || cached_bytes + st->mapped > CACHE_MAX_BYTES))
+	while (cache.n && (cache.n == CACHE_ENTRIES || cache.bytes + st->mapped > CACHE_MAX_BYTES))
 		cache_drop_oldest();
 	ruda_ref_init(&st->ref, staging_destroy);
-	cache[ncached++] = st;
-	cached_bytes += st->mapped;
+	cache.entries[cache.n++] = st;
+	cache.bytes += st->mapped;
 }
 
 void ruda__host_staging_cache_clear(void)
 {
-	cache_closed = 1;
-	while (ncached)
+	cache.closed = true;
+	while (cache.n)
 		cache_drop_oldest();
 }
 
@@ -118,8 +135,8 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 					     struct ruda_device *const *devices, uint32_t n)
 {
 	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
-	for (unsigned i = ncached; i-- > 0;) {
-		struct ruda_host_staging *c = cache[i];
+	for (unsigned i = cache.n; i-- > 0;) {
+		struct ruda_host_staging *c = cache.entries[i];
 		if (c->mapped < mapped || c->mapped > 2 * mapped + STAGING_ALIGN ||
 		    c->max_imports < max_devices)
 			continue;
@@ -132,9 +149,10 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 				}
 		if (have < n)
 			continue;
-		memmove(cache + i, cache + i + 1, (ncached - i - 1) * sizeof(cache[0]));
-		ncached--;
-		cached_bytes -= c->mapped;
+		memmove(cache.entries + i, cache.entries + i + 1,
+			(cache.n - i - 1) * sizeof(cache.entries[0]));
+		cache.n--;
+		cache.bytes -= c->mapped;
 		c->size = size;
 		return c;
 	}
@@ -166,6 +184,7 @@ VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *st, struct ruda_dev
 		return VK_NULL_HANDLE;
 	struct ruda_host_import *im = &st->imports[st->nimports++];
 	im->device = d;
+	watch_device(im);
 	int err = import(st, im);
 	if (err < 0) {
 		log_error("device %u: cannot import %llu bytes of staging memory: %d", d->index,
@@ -217,8 +236,8 @@ static void make_done(uv_work_t *work, int status)
 		really_destroy(j->st);
 		j->st = NULL;
 	}
-	if (j->st)
-		link_alive(j->st);
+	for (uint32_t i = 0; j->st && i < j->st->nimports; i++)
+		watch_device(&j->st->imports[i]);
 	j->done(j->st, j->data);
 	free(j);
 }
@@ -240,19 +259,4 @@ int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *
 	if (err)
 		free(j);
 	return err;
-}
-
-void ruda__host_staging_forget_device(struct ruda_device *d)
-{
-	for (struct ruda_host_staging *st = alive; st; st = st->next)
-		for (uint32_t i = 0; i < st->nimports; i++) {
-			struct ruda_host_import *im = &st->imports[i];
-			if (im->device != d)
-				continue;
-			if (im->buffer)
-				vkDestroyBuffer(d->vk, im->buffer, NULL);
-			if (im->memory)
-				vkFreeMemory(d->vk, im->memory, NULL);
-			*im = (struct ruda_host_import){0};
-		}
 }

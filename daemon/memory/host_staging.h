@@ -14,13 +14,14 @@
 #include <vulkan/vulkan.h>
 
 #include "common/ref.h"
-
-struct ruda_device;
+#include "device/device.h"
 
 struct ruda_host_import {
-	struct ruda_device *device; /* borrowed: devices outlive staging */
+	/* borrowed: NULL once the device went (it tells device_gone) */
+	struct ruda_device *device;
 	VkBuffer buffer;
 	VkDeviceMemory memory;
+	struct ruda_device_listener device_gone; /* frees the import with its device */
 };
 
 struct ruda_host_staging {
@@ -29,7 +30,6 @@ struct ruda_host_staging {
 	uint64_t size; /* usable bytes */
 	uint64_t mapped;
 	uint32_t nimports, max_imports;
-	struct ruda_host_staging *next, *prev; /* every staging alive */
 	struct ruda_host_import imports[];
 };
 
@@ -50,10 +50,6 @@ int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *
  * staging came from _cached or _make for that device (else imported now);
  * VK_NULL_HANDLE when the import failed. */
 VkBuffer ruda__host_staging_buffer(struct ruda_host_staging *staging, struct ruda_device *device);
-
-/* Device `device` is going (shut down or lost): free every import into it,
- * in staging kept or still in use (a device's before_destroy hook). */
-void ruda__host_staging_forget_device(struct ruda_device *device);
 
 /* Destroy the staging kept for reuse; later releases destroy at once
  * (at shutdown, before the devices go). */

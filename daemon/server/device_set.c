@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "device/device_details.h"
-#include "memory/host_staging.h"
 #include "common/log.h"
 
 static int type_rank(VkPhysicalDeviceType type)
@@ -115,7 +114,6 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 		uv_unref((uv_handle_t *)&d->async);
 		d->submission_timeout_ns = submission_timeout_ns;
 		d->physical_index = physical[i];
-		d->before_destroy = ruda__host_staging_forget_device;
 		/* the seed's device id: its type and its rank among that type */
 		for (uint32_t j = 0; j < i; j++)
 			if (set->devices[j]->props.deviceType == d->props.deviceType)
@@ -174,7 +172,6 @@ void ruda__device_set_adopt(struct ruda_device_set *set, uint32_t index,
 	struct ruda_device *d = set->devices[index];
 	d->physical_index = old_copy->physical_index;
 	d->type_index = old_copy->type_index;
-	d->before_destroy = ruda__host_staging_forget_device;
 	d->opened_ns = uv_hrtime();
 	d->details = details;
 	if (details) { /* a new device: busy time counts from 0 again */

@@ -570,8 +570,8 @@ int main(int argc, char **argv)
 				  CACHE_SAVE_PERIOD_MS) < 0)
 		goto out_devices;
 	for (uint32_t i = 0; i < d.devices.count; i++)
-		d.devices.devices[i]->allocator.keep_for_ns =
-			(uint64_t)d.config.freed_memory_keep_ms * 1000000u;
+		ruda__memory_set_keep_for_ms(&d.devices.devices[i]->allocator,
+					     d.config.freed_memory_keep_ms);
 	so.cache_dir = cache_dir;
 	if (ruda__server_init(&d.server, d.loop, &so, d.devices.devices, d.devices.pipelines,
 			      d.devices.count) < 0)

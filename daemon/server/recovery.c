@@ -175,7 +175,7 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 		return err;
 	uv_unref((uv_handle_t *)&fresh->async);
 	fresh->submission_timeout_ns = old->submission_timeout_ns;
-	fresh->allocator.keep_for_ns = old->allocator.keep_for_ns;
+	ruda__memory_set_keep_for_ms(&fresh->allocator, old->allocator.keep_for_ns / 1000000u);
 	fresh->on_progress = old->on_progress;
 	fresh->progress_data = old->progress_data;
 

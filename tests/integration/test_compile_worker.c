@@ -38,7 +38,8 @@ static void stop_daemon(void)
  * right and it did at least one round. */
 static int well_behaved(int stop)
 {
-	ruda_connect_options o = {.socket_path = daemon_.socket_path, .client_name = "good"};
+	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = daemon_.socket_path,
+				  .client_name = "good"};
 	ruda_client *c;
 	if (ruda_client_connect(&o, &c) != RUDA_OK)
 		return 2;

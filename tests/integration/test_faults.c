@@ -78,6 +78,11 @@ START_TEST(device_loss_recreates_device)
 {
 	struct test_daemon d;
 	start_daemon(&d, 1);
+	/* counted with the device's compile worker running, as there is one
+	 * for the re-created device at the end */
+	ruda_client *first = test_connect(&d, "first");
+	test_register(first, "fill", 1, 8);
+	ruda_client_close(first);
 	int fds0 = test_settled_fds(d.pid);
 	/* twice: the re-created device can be lost and re-created again */
 	for (int round = 0; round < 2; round++) {
@@ -126,6 +131,69 @@ START_TEST(device_loss_recreates_device)
 	/* nothing of the old devices is left: fds back to where they were */
 	ck_assert_int_eq(test_settled_fds(d.pid), fds0);
 	test_daemon_stop(&d);
+}
+END_TEST
+
+/* A client on logical device `index` of the daemon. */
+static ruda_client *connect_device(const struct test_daemon *d, uint32_t index)
+{
+	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = d->socket_path, .client_name = "staging",
+				  .device_index = index};
+	ruda_client *c = NULL;
+	ck_assert_status(ruda_client_connect(&o, &c), RUDA_OK);
+	return c;
+}
+
+/* An all-reduce (sum) between clients on devices 0 and 1, through host
+ * staging imported into both, checked against the CPU's sums. */
+static void all_reduce_checked(const struct test_daemon *d, uint32_t seed)
+{
+	enum { N = 4096 };
+	ruda_client *c[2] = {connect_device(d, 0), connect_device(d, 1)};
+	ruda_device_id ids[2] = {ruda_client_device_id(c[0]), ruda_client_device_id(c[1])};
+	static uint32_t in[2][N], back[N];
+	ruda_handle src[2], dst[2];
+	for (int j = 0; j < 2; j++) {
+		for (uint32_t i = 0; i < N; i++)
+			in[j][i] = i * 3u + seed * 7u + (uint32_t)j * 1000u;
+		ck_assert_status(ruda_client_create(c[j], in[j], sizeof(in[j]), &src[j]), RUDA_OK);
+		ck_assert_status(ruda_client_empty(c[j], sizeof(in[j]), &dst[j]), RUDA_OK);
+		ck_assert_status(ruda_client_ensure_init_collective(c[j], ids, 2), RUDA_OK);
+	}
+	for (int j = 0; j < 2; j++)
+		ck_assert_status(ruda_client_all_reduce(c[j], src[j], dst[j], RUDA_ELEM_U32, ids, 2,
+							RUDA_REDUCE_SUM),
+				 RUDA_OK);
+	for (int j = 0; j < 2; j++)
+		ck_assert_status(ruda_client_sync_collective(c[j]), RUDA_OK);
+	for (int j = 0; j < 2; j++) {
+		ck_assert_status(ruda_client_read_one(c[j], dst[j], back), RUDA_OK);
+		for (uint32_t i = 0; i < N; i++)
+			ck_assert_msg(back[i] == in[0][i] + in[1][i],
+				      "device %d, element %u: %u, expected %u", j, i, back[i],
+				      in[0][i] + in[1][i]);
+		ruda_client_close(c[j]);
+	}
+}
+
+/* Host staging imported into a device that is lost and re-created: the
+ * imports go with the old device (its destroy listener), the staging kept
+ * for reuse is never handed out with them, and the daemon's shutdown does
+ * not free them a second time on a device that is gone. */
+START_TEST(device_loss_frees_staging_imports)
+{
+	struct test_daemon d;
+	static char admin[160];
+	struct group *g = getgrgid(getegid());
+	ck_assert_ptr_nonnull(g);
+	snprintf(admin, sizeof(admin), "admin_group=%s", g->gr_name);
+	setenv("RUDA_TEST_FAULTS", "1", 1);
+	test_daemon_start(&d, (const char *const[]){"--device", "0,0", "--set", admin, NULL});
+	unsetenv("RUDA_TEST_FAULTS");
+	all_reduce_checked(&d, 1); /* its staging is kept, imported into both */
+	ck_assert_status(test_inject_device_loss(&d, 0, NULL), RUDA_OK);
+	all_reduce_checked(&d, 2); /* the re-created device 0 and device 1 */
+	test_daemon_stop(&d); /* asserts a clean exit */
 }
 END_TEST
 
@@ -396,6 +464,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 240);
 	tcase_add_test(t, device_loss_recreates_device);
 	tcase_add_test(t, device_loss_needs_the_test_switch);
+	tcase_add_test(t, device_loss_frees_staging_imports);
 	suite_add_tcase(s, t);
 	t = tcase_create("restart");
 	tcase_set_timeout(t, 240);

@@ -4,8 +4,8 @@
  * ones get memory of their own. docs/memory.md gives the policy and its
  * numbers.
  */
-#ifndef RUDA_MEMORY_H
-#define RUDA_MEMORY_H
+#ifndef RUDA_ALLOCATOR_H
+#define RUDA_ALLOCATOR_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,8 +14,15 @@
 #include <ruda/common.h>
 #include <ruda/status.h>
 
-struct ruda_device;
+#include "device/deferred_free.h"
+
 struct ruda_memory_page;
+
+/* What every buffer rudad makes can be used for: the allocator's memory
+ * type is chosen for buffers of this usage. */
+#define RUDA_BUFFER_USAGE                                                                     \
+	(VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |             \
+	 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT)
 
 /* Where a buffer's bytes live. */
 struct ruda_allocation {
@@ -48,8 +55,23 @@ struct ruda_heap_budget {
 	struct ruda_memory *members; /* its allocators (loop thread) */
 };
 
+/* What the allocator needs of its device, given at init (it knows no
+ * more of the device than this). */
+struct ruda_memory_device {
+	VkDevice vk;
+	const VkPhysicalDeviceMemoryProperties *memory;
+	const VkPhysicalDeviceLimits *limits;
+	uint64_t max_allocation_size; /* maxMemoryAllocationSize */
+	struct ruda_deferred_free *frees; /* where pages are freed; outlives the allocator */
+	/* VK_MAX_MEMORY_HEAPS budgets shared with the other logical devices on
+	 * the same physical device, or NULL: the allocator counts alone */
+	struct ruda_heap_budget *heap_budgets;
+};
+
 struct ruda_memory {
-	struct ruda_device *device; /* borrowed */
+	VkDevice vk;                      /* borrowed */
+	struct ruda_deferred_free *frees; /* borrowed */
+	uint64_t max_allocation_size;
 	uint32_t type;              /* memory type of every page */
 	uint64_t alignment;         /* of every allocation */
 	uint64_t page_size;         /* of shared pages */
@@ -58,7 +80,7 @@ struct ruda_memory {
 	uint64_t keep_dedicated;    /* bytes of freed dedicated pages kept */
 	uint64_t keep_for_ns;       /* a kept page unused this long goes back (0: none kept) */
 	uint64_t heap_size;         /* of the pages' heap: never reserve more */
-	/* what every allocator on that heap holds: the device's (d->heap_budgets)
+	/* what every allocator on that heap holds: the device's (heap_budgets)
 	 * or, without one, `own` */
 	struct ruda_heap_budget *budget;
 	struct ruda_memory *budget_next; /* the budget's next member */
@@ -68,18 +90,27 @@ struct ruda_memory {
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 };
 
+/* Index of a memory type among `memory`'s allowed by `type_bits` that has
+ * every flag of `want`, one without `avoid` if there is; -1 if none. */
+int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
+		      VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
+
 /* Set up for `device`, whose buffers need `requirements` (from a probe
  * buffer). Its pages count in device->heap_budgets[heap] when it has
  * those (one per heap, shared by the logical devices of its physical
  * device). */
-int ruda__memory_init(struct ruda_memory *m, struct ruda_device *device,
+int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *device,
 		      const VkMemoryRequirements *requirements);
+/* How long freed dedicated pages are kept for reuse (rudad.conf
+ * freed_memory_keep_ms; 0: none are kept). */
+void ruda__memory_set_keep_for_ms(struct ruda_memory *m, uint64_t ms);
 /* Frees every page; all allocations must be gone. */
 void ruda__memory_finish(struct ruda_memory *m);
 
-/* `size` bytes aligned to `alignment` (and to m->alignment) in `mode`
- * (<ruda/common.h>; docs/memory.md): RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or
- * RUDA_ERROR_TOO_LARGE. In dedicated mode, `export_for` (else VK_NULL_HANDLE) is the buffer the
+/* Memory for a buffer of `size` bytes aligned to `alignment` (and the
+ * allocator's own), placed as `mode` says (<ruda/common.h>; docs/memory.md):
+ * RUDA_OK, RUDA_ERROR_OUT_OF_MEMORY or RUDA_ERROR_TOO_LARGE. In
+ * dedicated mode, `export_for` (else VK_NULL_HANDLE) is the buffer the
  * memory is for: it is then allocated exportable as an opaque fd and
  * dedicated to that buffer (VkMemoryDedicatedAllocateInfo), exactly `size`
  * bytes (its memory requirements' size), as an importer must repeat it. */

@@ -1,13 +1,12 @@
-#include "device/memory.h"
+#include "device/allocator.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "common/config.h"
-#include "device/device.h"
 #include "common/handle_table.h"
-#include "common/log.h"
 
 /* A free range of a shared page, in its page's list (in no particular
  * order) and found by its first and its end offset, so that a freed range
@@ -102,28 +101,45 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
+int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
+		      VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < memory->memoryTypeCount; i++) {
+			VkMemoryPropertyFlags f = memory->memoryTypes[i].propertyFlags;
+			if (!(type_bits & (1u << i)) || (f & want) != want)
+				continue;
+			if (pass == 0 && (f & avoid))
+				continue;
+			return (int)i;
+		}
+	return -1;
+}
+
+int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,
 		      const VkMemoryRequirements *req)
 {
 	memset(m, 0, sizeof(*m));
-	m->device = d;
-	int type = ruda__device_memory_type(d, req->memoryTypeBits,
-					    VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+	m->vk = d->vk;
+	m->frees = d->frees;
+	m->max_allocation_size = d->max_allocation_size;
+	int type = ruda__memory_type(d->memory, req->memoryTypeBits,
+				     VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
 	if (type < 0)
-		type = ruda__device_memory_type(d, req->memoryTypeBits, 0, 0);
+		type = ruda__memory_type(d->memory, req->memoryTypeBits, 0, 0);
 	if (type < 0)
 		return -ENODEV;
 	m->type = (uint32_t)type;
-	uint32_t heap = d->memory.memoryTypes[type].heapIndex;
-	m->heap_size = d->memory.memoryHeaps[heap].size;
+	uint32_t heap = d->memory->memoryTypes[type].heapIndex;
+	m->heap_size = d->memory->memoryHeaps[heap].size;
 	/* a binding can start at any allocation: respect both alignments */
-	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
+	uint64_t align = d->limits->minStorageBufferOffsetAlignment;
 	m->alignment = req->alignment > align ? req->alignment : align;
 	if (m->alignment < 256)
 		m->alignment = 256;
 	/* pages of a quarter of the largest binding, 4 MiB to 256 MiB; shared
 	 * up to a quarter page, so one page holds at least four buffers */
-	uint64_t page = d->props.limits.maxStorageBufferRange / 4;
+	uint64_t page = d->limits->maxStorageBufferRange / 4;
 	if (page > (256u << 20))
 		page = 256u << 20;
 	if (page < (4u << 20))
@@ -148,6 +164,11 @@ int ruda__memory_init(struct ruda_memory *m, struct ruda_device *d,
 	return 0;
 }
 
+void ruda__memory_set_keep_for_ms(struct ruda_memory *m, uint64_t ms)
+{
+	m->keep_for_ns = ms * 1000000u;
+}
+
 /* What the thread pool needs to give a page's memory back. */
 struct page_release {
 	struct ruda_memory *m; /* outlives it: the device waits for its frees */
@@ -158,7 +179,7 @@ struct page_release {
 static void page_release(void *arg)
 {
 	struct page_release *r = arg;
-	vkFreeMemory(r->m->device->vk, r->memory, NULL);
+	vkFreeMemory(r->m->vk, r->memory, NULL);
 	atomic_fetch_sub(&r->m->budget->held, r->size);
 	atomic_fetch_sub(&r->m->freeing, r->size);
 	free(r);
@@ -173,9 +194,9 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 	if (r) {
 		*r = (struct page_release){.m = m, .memory = p->memory, .size = p->size};
 		atomic_fetch_add(&m->freeing, p->size);
-		ruda__deferred_free_run(&m->device->frees, page_release, r);
+		ruda__deferred_free_run(m->frees, page_release, r);
 	} else {
-		vkFreeMemory(m->device->vk, p->memory, NULL);
+		vkFreeMemory(m->vk, p->memory, NULL);
 		atomic_fetch_sub(&m->budget->held, p->size);
 	}
 	m->stats.pages--;
@@ -263,7 +284,7 @@ static int wait_for_frees(struct ruda_memory *m)
 	int waited = 0;
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
 		if (atomic_load(&o->freeing)) {
-			ruda__deferred_free_wait(&o->device->frees);
+			ruda__deferred_free_wait(o->frees);
 			waited = 1;
 		}
 	return waited;
@@ -301,9 +322,9 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		.allocationSize = size,
 		.memoryTypeIndex = m->type,
 	};
-	VkResult res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+	VkResult res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
 	if (res != VK_SUCCESS && (release_kept(m) | wait_for_frees(m)))
-		res = vkAllocateMemory(m->device->vk, &info, NULL, &p->memory);
+		res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
 	if (res != VK_SUCCESS) {
 		free(p);
 		return NULL;
@@ -312,7 +333,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	p->dedicated = dedicated;
 	p->exportable = export_for != VK_NULL_HANDLE;
 	if (!dedicated && !range_add(p, 0, size)) {
-		vkFreeMemory(m->device->vk, p->memory, NULL);
+		vkFreeMemory(m->vk, p->memory, NULL);
 		ranges_finish(p);
 		free(p);
 		return NULL;
@@ -410,7 +431,7 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    struct ruda_allocation *out)
 {
 	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
-	if (size > m->device->max_allocation_size)
+	if (size > m->max_allocation_size)
 		return RUDA_ERROR_TOO_LARGE;
 	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
 	if (mode != RUDA_ALLOCATION_DEDICATED)

@@ -1,0 +1,33 @@
+/*
+ * The daemon's Vulkan instance and every physical device it can see; the
+ * logical devices (device.h) are opened on them.
+ */
+#ifndef RUDA_INSTANCE_H
+#define RUDA_INSTANCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+struct ruda_heap_budget;
+
+/* The daemon's Vulkan instance and every physical device it can see. */
+struct ruda_vulkan {
+	VkInstance instance;
+	VkPhysicalDevice *physical;
+	uint32_t nphysical;
+	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
+	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
+	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
+	 * devices opened on it reserve together (allocator.h) */
+	struct ruda_heap_budget *budgets;
+	bool budgets_borrowed; /* another instance's (recovery.c): not freed */
+};
+
+int ruda__vulkan_init(struct ruda_vulkan *vk);
+void ruda__vulkan_finish(struct ruda_vulkan *vk);
+/* Index of the device `selector` names (a number, or part of a device
+ * name), or of the best device when selector is NULL; -1 if none. */
+int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
+
+#endif
