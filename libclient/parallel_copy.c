@@ -10,8 +10,11 @@
 /* Copies below this are one memcpy; parts are at least this large. */
 #define PARALLEL_MIN_BYTES (1u << 20)
 #define PART_MIN_BYTES (512u * 1024u)
-/* Helpers at most; $RUDA_COPY_THREADS (0 = none) overrides. */
-#define MAX_HELPERS 7
+/* Helpers by default at most (one fewer than the cores otherwise);
+ * $RUDA_COPY_THREADS (0 = none) asks for up to MAX_HELPERS, for hosts
+ * whose memory bandwidth one copy on 8 cores does not reach (issue #24). */
+#define DEFAULT_HELPERS 7
+#define MAX_HELPERS 31
 
 static struct {
 	pthread_once_t once;
@@ -79,8 +82,8 @@ static void start(void)
 	pthread_cond_init(&pool.done, NULL);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int want = cpus > 1 ? (int)cpus - 1 : 0;
-	if (want > MAX_HELPERS)
-		want = MAX_HELPERS;
+	if (want > DEFAULT_HELPERS)
+		want = DEFAULT_HELPERS;
 	const char *env = getenv("RUDA_COPY_THREADS");
 	if (env && *env)
 		want = atoi(env) < 0 ? 0 : atoi(env) > MAX_HELPERS ? MAX_HELPERS : atoi(env);
