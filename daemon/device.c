@@ -919,9 +919,15 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
 		.pNext = &push_props,
 	};
+	VkPhysicalDeviceMaintenance4Properties maint4 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES,
+		.pNext = &host_props,
+	};
+	/* maxBufferSize is Vulkan 1.3's: asked only of devices that have it */
+	int has_maint4 = d->props.apiVersion >= VK_API_VERSION_1_3;
 	VkPhysicalDeviceMaintenance3Properties maint3 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
-		.pNext = &host_props,
+		.pNext = has_maint4 ? (void *)&maint4 : (void *)&host_props,
 	};
 	VkPhysicalDeviceSubgroupProperties subgroup = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
@@ -935,6 +941,9 @@ int ruda__device_create(struct ruda_vulkan *vk, uint32_t physical_index, uint32_
 	d->max_push_descriptors = push_props.maxPushDescriptors;
 	d->subgroup_size = subgroup.subgroupSize;
 	d->max_allocation_size = maint3.maxMemoryAllocationSize;
+	d->max_buffer_size = has_maint4 && maint4.maxBufferSize > d->max_allocation_size
+				     ? maint4.maxBufferSize
+				     : d->max_allocation_size;
 	d->import_alignment = host_import ? host_props.minImportedHostPointerAlignment : 0;
 
 	VkPhysicalDeviceVulkan12Features f12 = {

@@ -411,7 +411,9 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    struct ruda_allocation *out)
 {
 	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
-	if (size > m->device->max_allocation_size)
+	/* past maxMemoryAllocationSize the driver may still accept it
+	 * (buffer_limits.h); past maxBufferSize no buffer could use it */
+	if (size > m->device->max_buffer_size)
 		return RUDA_ERROR_TOO_LARGE;
 	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
 	if (mode != RUDA_ALLOCATION_DEDICATED)
@@ -425,8 +427,9 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 		p = export_for == VK_NULL_HANDLE ? take_kept(m, reserved) : NULL;
 		if (!p)
 			p = page_new(m, reserved, 1, export_for);
-		if (!p)
-			return RUDA_ERROR_OUT_OF_MEMORY;
+		if (!p) /* the driver's refusal of a size it need not accept */
+			return reserved > m->device->max_allocation_size ? RUDA_ERROR_TOO_LARGE
+									 : RUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		for (p = m->pages; p; p = p->next)
 			if (!p->dedicated && p->persistent == persistent &&

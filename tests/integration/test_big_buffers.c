@@ -90,6 +90,38 @@ START_TEST(larger_than_one_binding)
 }
 END_TEST
 
+/* The largest buffer the daemon offers is the device's maxBufferSize or
+ * heap, not its maxMemoryAllocationSize (issue #24); one byte more is
+ * refused with the limit named, and the session goes on. */
+START_TEST(past_the_largest_buffer)
+{
+	ruda_client *c = test_connect(&daemon_, "largest");
+	ruda_device_properties p;
+	ck_assert_int_eq(ruda_client_properties(c, &p), RUDA_OK);
+	fprintf(stderr, "the device's largest buffer: %llu bytes\n",
+		(unsigned long long)p.max_buffer_size);
+	ruda_handle h;
+	ck_assert_int_eq(ruda_client_empty(c, p.max_buffer_size + 1, &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_TOO_LARGE);
+	char why[512] = "";
+	ruda_client_last_error(c, why, sizeof(why));
+	ck_assert_msg(strstr(why, "largest buffer") || strstr(why, "heap"),
+		      "the reason names no limit: %s", why);
+	/* 2^32 + 1 bytes: past 4 GiB, the size's low 32 bits are 1 */
+	if (p.max_buffer_size < (1ull << 32) + 1) {
+		ck_assert_int_eq(ruda_client_empty(c, (1ull << 32) + 1, &h), RUDA_OK);
+		ck_assert_int_eq(ruda_client_sync(c), RUDA_ERROR_TOO_LARGE);
+	}
+	/* beside it, a buffer works */
+	uint8_t data[100], back[100];
+	test_fill_random(data, sizeof(data), 3);
+	ck_assert_int_eq(ruda_client_create(c, data, sizeof(data), &h), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(c, h, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+	ruda_client_close(c);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("big_buffers");
@@ -97,6 +129,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, larger_than_one_binding);
+	tcase_add_test(tc, past_the_largest_buffer);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -150,6 +150,9 @@ typedef struct ruda_device_properties {
 	uint32_t api_version;
 	uint32_t driver_version;
 	uint8_t pipeline_cache_uuid[16];
+	/* the largest buffer: the device's maxBufferSize or heap, whichever is
+	 * smaller (may pass 4 GiB and maxMemoryAllocationSize: a driver may
+	 * still refuse one allocation past the latter, RUDA_ERROR_TOO_LARGE) */
 	uint64_t max_buffer_size;
 	uint64_t max_storage_buffer_range;
 	uint32_t min_storage_buffer_offset_alignment;
