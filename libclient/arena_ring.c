@@ -113,3 +113,11 @@ int ruda__arena_ring_has_held(const struct ruda_arena_ring *r)
 	}
 	return 0;
 }
+
+uint64_t ruda__arena_ring_oldest_request(const struct ruda_arena_ring *r)
+{
+	if (!r->count)
+		return 0;
+	const struct ruda_arena_region *g = &r->regions[r->first % r->cap];
+	return g->client_owned ? 0 : g->request;
+}

@@ -40,10 +40,15 @@ void ruda__arena_ring_reclaim(struct ruda_arena_ring *r, uint64_t completed);
 /* Whether a download region is still held by a reader. */
 int ruda__arena_ring_has_held(const struct ruda_arena_ring *r);
 
-/* The largest size worth asking for in one piece. */
+/* The oldest region's request when it is an upload already sent (what
+ * must complete before the ring has room again), else 0. */
+uint64_t ruda__arena_ring_oldest_request(const struct ruda_arena_ring *r);
+
+/* The largest size worth asking for in one piece: a quarter, in whole
+ * regions, so that four such chunks are in flight at once. */
 static inline uint64_t ruda__arena_ring_chunk(const struct ruda_arena_ring *r)
 {
-	return r->capacity / 4;
+	return r->capacity / 4 / 64 * 64;
 }
 
 #endif

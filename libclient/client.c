@@ -24,6 +24,7 @@
 #include "struct_size.h"
 #include "sync_fast.h"
 #include "tensor.h"
+#include "transfer.h"
 #include "wire.h"
 #include "ruda.pb-c.h"
 
@@ -32,8 +33,14 @@
 /* Transfers in chunks at least this large overlap the client's copies with
  * the device's. */
 #define PIPELINE_CHUNK_BYTES (256u * 1024u)
-/* Reads in flight at once for one download. */
-#define READS_IN_FLIGHT 2
+/* Reads in flight at once for one download: as many chunks as the arena
+ * holds (ruda__arena_ring_chunk), so the device always has the next ones
+ * while the client copies one out. */
+#define READS_IN_FLIGHT 4
+/* How long an upload waiting for arena space watches the published
+ * progress before it blocks on a Fence round trip instead (which also
+ * notices a daemon gone), beyond what the bytes in flight take to move. */
+#define PROGRESS_WATCH_NS (20ull * 1000u * 1000u)
 /* Modules at least this large are first offered by hash, not sent. */
 #define SEND_BY_HASH_BYTES (16u * 1024u)
 
@@ -71,6 +78,7 @@ struct ruda_client {
 	uint8_t *arena; /* the shared memory, mapped */
 	uint64_t arena_size, data_offset;
 	struct ruda_arena_ring ring;
+	struct ruda_transfer_counters xfer; /* guarded by lock */
 
 	uint64_t session_id;
 	uint32_t priority; /* granted at Hello */
@@ -563,11 +571,35 @@ static ruda_status arena_alloc(ruda_client *c, uint64_t size, int client_owned,
 			pthread_cond_wait(&c->cond, &c->lock);
 			continue;
 		}
+		uint64_t t0 = ruda__transfer_now_ns();
+		uint64_t oldest = ruda__arena_ring_oldest_request(&c->ring);
+		if (oldest && oldest < c->next_request) {
+			/* wait for the oldest upload alone: the others keep the
+			 * device busy meanwhile (transfer.h). What is queued goes
+			 * first, or its progress never comes. */
+			ruda_status st = send_queued(c);
+			if (st != RUDA_OK)
+				return st;
+			uint64_t deadline = t0 + PROGRESS_WATCH_NS +
+					    ruda_transfer_ns(c->ring.head - c->ring.tail);
+			pthread_mutex_unlock(&c->lock);
+			int got = ruda__transfer_wait_progress((struct ruda_arena_header *)c->arena,
+							       oldest, deadline);
+			pthread_mutex_lock(&c->lock);
+			c->xfer.wait_ns += ruda__transfer_now_ns() - t0;
+			if (got) {
+				c->xfer.progress_waits++;
+				continue;
+			}
+			t0 = ruda__transfer_now_ns();
+		}
+		c->xfer.fence_waits++;
 		Ruda__Request req = RUDA__REQUEST__INIT;
 		Ruda__Fence fence = RUDA__FENCE__INIT;
 		req.body_case = RUDA__REQUEST__BODY_FENCE;
 		req.fence = &fence;
 		ruda_status st = round_trip(c, &req, NULL, NULL);
+		c->xfer.wait_ns += ruda__transfer_now_ns() - t0;
 		if (st != RUDA_OK)
 			return st;
 	}
@@ -864,7 +896,11 @@ static ruda_status upload(ruda_client *c, uint64_t handle, uint64_t offset, cons
 		ruda_status st = arena_alloc(c, chunk, 0, &arena_offset, &region);
 		if (st != RUDA_OK)
 			return st;
+		uint64_t t0 = ruda__transfer_now_ns();
 		ruda__parallel_copy(c->arena + arena_offset, src, chunk);
+		c->xfer.copy_ns += ruda__transfer_now_ns() - t0;
+		c->xfer.upload_bytes += chunk;
+		c->xfer.chunks++;
 		Ruda__Write w = RUDA__WRITE__INIT;
 		w.handle = handle;
 		w.offset = offset;
@@ -1003,12 +1039,18 @@ struct read_chunk {
 /* Wait for the oldest chunk, copy it out, free its arena space. Lock held. */
 static ruda_status finish_read(ruda_client *c, struct read_chunk *r, uint8_t *dst)
 {
+	uint64_t t0 = ruda__transfer_now_ns();
 	ruda_status st = call_finish(c, &r->w, NULL, NULL);
+	uint64_t t1 = ruda__transfer_now_ns();
+	c->xfer.wait_ns += t1 - t0;
 	if (st == RUDA_OK && r->size) {
 		/* copy without the lock: other threads may go on meanwhile */
 		pthread_mutex_unlock(&c->lock);
 		ruda__parallel_copy(dst + r->done, c->arena + r->arena_offset, r->size);
 		pthread_mutex_lock(&c->lock);
+		c->xfer.copy_ns += ruda__transfer_now_ns() - t1;
+		c->xfer.download_bytes += r->size;
+		c->xfer.chunks++;
 	}
 	ruda__arena_ring_release(&c->ring, r->region);
 	pthread_cond_broadcast(&c->cond);
@@ -1594,6 +1636,13 @@ void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	ruda__last_error_vset(c->serial, fmt, ap);
 	va_end(ap);
+}
+
+void ruda__client_transfer_counters(ruda_client *c, struct ruda_transfer_counters *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->xfer;
+	pthread_mutex_unlock(&c->lock);
 }
 
 ruda_device_properties *ruda__client_props(ruda_client *c)

@@ -52,6 +52,9 @@ struct ruda_client_devices {
 void ruda__client_set_error(ruda_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 ruda_device_properties *ruda__client_props(ruda_client *c);
+/* The plain path's transfer counters so far (transfer.h). */
+struct ruda_transfer_counters;
+void ruda__client_transfer_counters(ruda_client *c, struct ruda_transfer_counters *out);
 const struct ruda_client_devices *ruda__client_devices(const ruda_client *c);
 
 /* devices.c */

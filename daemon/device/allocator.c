@@ -123,6 +123,8 @@ int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,
 	m->vk = d->vk;
 	m->frees = d->frees;
 	m->max_allocation_size = d->max_allocation_size;
+	/* 0: a device that does not say (maintenance4); one allocation then */
+	m->max_buffer_size = d->max_buffer_size ? d->max_buffer_size : d->max_allocation_size;
 	int type = ruda__memory_type(d->memory, req->memoryTypeBits,
 				     VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
 	if (type < 0)
@@ -431,7 +433,9 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    struct ruda_allocation *out)
 {
 	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
-	if (size > m->max_allocation_size)
+	/* past maxMemoryAllocationSize the driver may still accept it
+	 * (buffer_limits.h); past maxBufferSize no buffer could use it */
+	if (size > m->max_buffer_size)
 		return RUDA_ERROR_TOO_LARGE;
 	uint64_t align = alignment > m->alignment ? alignment : m->alignment;
 	if (mode != RUDA_ALLOCATION_DEDICATED)
@@ -445,8 +449,9 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 		p = export_for == VK_NULL_HANDLE ? take_kept(m, reserved) : NULL;
 		if (!p)
 			p = page_new(m, reserved, 1, export_for);
-		if (!p)
-			return RUDA_ERROR_OUT_OF_MEMORY;
+		if (!p) /* the driver's refusal of a size it need not accept */
+			return reserved > m->max_allocation_size ? RUDA_ERROR_TOO_LARGE
+									 : RUDA_ERROR_OUT_OF_MEMORY;
 	} else {
 		for (p = m->pages; p; p = p->next)
 			if (!p->dedicated && p->persistent == persistent &&

@@ -62,6 +62,7 @@ struct ruda_memory_device {
 	const VkPhysicalDeviceMemoryProperties *memory;
 	const VkPhysicalDeviceLimits *limits;
 	uint64_t max_allocation_size; /* maxMemoryAllocationSize */
+	uint64_t max_buffer_size;     /* maxBufferSize, or 0 */
 	struct ruda_deferred_free *frees; /* where pages are freed; outlives the allocator */
 	/* VK_MAX_MEMORY_HEAPS budgets shared with the other logical devices on
 	 * the same physical device, or NULL: the allocator counts alone */
@@ -72,6 +73,7 @@ struct ruda_memory {
 	VkDevice vk;                      /* borrowed */
 	struct ruda_deferred_free *frees; /* borrowed */
 	uint64_t max_allocation_size;
+	uint64_t max_buffer_size;
 	uint32_t type;              /* memory type of every page */
 	uint64_t alignment;         /* of every allocation */
 	uint64_t page_size;         /* of shared pages */

@@ -106,9 +106,15 @@ static int query_physical(const struct ruda_vulkan *vk, struct ruda_device *d,
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
 		.pNext = &push_props,
 	};
+	VkPhysicalDeviceMaintenance4Properties maint4 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES,
+		.pNext = &host_props,
+	};
+	/* maxBufferSize is Vulkan 1.3's: asked only of devices that have it */
+	int has_maint4 = d->props.apiVersion >= VK_API_VERSION_1_3;
 	VkPhysicalDeviceMaintenance3Properties maint3 = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
-		.pNext = &host_props,
+		.pNext = has_maint4 ? (void *)&maint4 : (void *)&host_props,
 	};
 	VkPhysicalDeviceSubgroupProperties subgroup = {
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
@@ -122,6 +128,9 @@ static int query_physical(const struct ruda_vulkan *vk, struct ruda_device *d,
 	d->max_push_descriptors = push_props.maxPushDescriptors;
 	d->subgroup_size = subgroup.subgroupSize;
 	d->max_allocation_size = maint3.maxMemoryAllocationSize;
+	d->max_buffer_size = has_maint4 && maint4.maxBufferSize > d->max_allocation_size
+				     ? maint4.maxBufferSize
+				     : d->max_allocation_size;
 	d->import_alignment = caps->host_import ? host_props.minImportedHostPointerAlignment : 0;
 
 	VkPhysicalDeviceVulkan12Features f12 = {
@@ -345,6 +354,7 @@ static int init_allocator(struct ruda_device *d)
 		.memory = &d->memory,
 		.limits = &d->props.limits,
 		.max_allocation_size = d->max_allocation_size,
+		.max_buffer_size = d->max_buffer_size,
 		.frees = &d->frees,
 		.heap_budgets = d->heap_budgets,
 	};

@@ -103,7 +103,10 @@ struct ruda_device {
 	VkPhysicalDeviceMemoryProperties memory;
 	uint32_t max_push_descriptors;
 	uint32_t subgroup_size;
-	uint64_t max_allocation_size;
+	uint64_t max_allocation_size; /* maxMemoryAllocationSize */
+	/* maxBufferSize (Vulkan 1.3's maintenance4), else max_allocation_size;
+	 * buffer_limits.h says what a buffer may be */
+	uint64_t max_buffer_size;
 	uint64_t import_alignment; /* 0: no VK_EXT_external_memory_host */
 	struct ruda_spirv_features spirv_features; /* what kernels may use */
 	PFN_vkCmdPushDescriptorSetKHR cmd_push_descriptor_set;

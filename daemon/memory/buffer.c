@@ -2,8 +2,24 @@
 
 #include <stdlib.h>
 
+#include "memory/buffer_limits.h"
 #include "device/device.h"
 #include "common/log.h"
+
+struct ruda_buffer_limits ruda__buffer_limits_of(const struct ruda_device *d)
+{
+	return (struct ruda_buffer_limits){
+		.max_buffer_size = d->max_buffer_size,
+		.heap_size = d->allocator.heap_size,
+		.max_allocation_size = d->max_allocation_size,
+	};
+}
+
+uint64_t ruda__buffer_largest(const struct ruda_device *d)
+{
+	struct ruda_buffer_limits l = ruda__buffer_limits_of(d);
+	return ruda__buffer_limits_largest(&l);
+}
 
 static void buffer_destroy(struct ruda_ref *ref)
 {
@@ -25,7 +41,9 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 				     struct ruda_buffer **out)
 {
 	int exportable = mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
-	if (size > d->max_allocation_size)
+	char why[160];
+	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
+	if (ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK)
 		return RUDA_ERROR_TOO_LARGE;
 	struct ruda_buffer *b = calloc(1, sizeof(*b));
 	if (!b)

@@ -9,6 +9,7 @@
 
 #include <ruda/status.h>
 
+#include "memory/buffer_limits.h"
 #include "device/allocator.h"
 #include "common/ref.h"
 
@@ -48,6 +49,9 @@ ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
  * exportable (device.h: export_off NULL): created with
  * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
  * dedicated to them. */
+/* What buffers the device may hold (buffer_limits.h), and the largest. */
+struct ruda_buffer_limits ruda__buffer_limits_of(const struct ruda_device *device);
+uint64_t ruda__buffer_largest(const struct ruda_device *device);
 ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
 				     struct ruda_buffer **out);
 

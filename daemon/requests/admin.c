@@ -1,4 +1,5 @@
 #include "requests/admin.h"
+#include "memory/buffer.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -232,7 +233,7 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->driver_version = d->props.driverVersion;
 	m->pipeline_cache_uuid.data = d->props.pipelineCacheUUID;
 	m->pipeline_cache_uuid.len = VK_UUID_SIZE;
-	m->max_buffer_size = d->max_allocation_size;
+	m->max_buffer_size = ruda__buffer_largest(d);
 	m->max_storage_buffer_range = l->maxStorageBufferRange;
 	m->max_push_constants_size = l->maxPushConstantsSize;
 	m->max_bindings = d->max_push_descriptors < RUDA_PIPELINE_MAX_BINDINGS

@@ -282,7 +282,7 @@ static void fill_device_info(Ruda__DeviceInfo *info, const struct ruda_device *d
 	info->driver_version = d->props.driverVersion;
 	info->pipeline_cache_uuid.data = (uint8_t *)d->props.pipelineCacheUUID;
 	info->pipeline_cache_uuid.len = VK_UUID_SIZE;
-	info->max_buffer_size = d->max_allocation_size;
+	info->max_buffer_size = ruda__buffer_largest(d);
 	info->max_storage_buffer_range = l->maxStorageBufferRange;
 	info->min_storage_buffer_offset_alignment = (uint32_t)l->minStorageBufferOffsetAlignment;
 	info->max_push_constants_size = l->maxPushConstantsSize;
@@ -457,7 +457,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	hr.arena_data_offset = RUDA_ARENA_DATA_OFFSET;
 	hr.max_frame_size = RUDA_FRAME_MAX_PAYLOAD;
 	hr.max_fds_per_frame = RUDA_FRAME_MAX_FDS;
-	hr.max_buffer_size = s->device->max_allocation_size;
+	hr.max_buffer_size = ruda__buffer_largest(s->device);
 	hr.priority = s->priority;
 	/* the arena (unless it is the client's own), then the progress page */
 	int fds[2];
@@ -541,7 +541,16 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 			 (unsigned long long)s->bytes, (unsigned long long)s->quota,
 			 (unsigned long long)ruda__session_uid_bytes(s->ctx, s->uid),
 			 (unsigned long long)s->uid_quota);
-	else if (st != RUDA_OK)
+	else if (st == RUDA_ERROR_TOO_LARGE) {
+		/* which limit: the device's largest buffer, its heap, or the
+		 * driver refusing one allocation past maxMemoryAllocationSize */
+		char limit[192];
+		struct ruda_buffer_limits l = ruda__buffer_limits_of(s->device);
+		if (ruda__buffer_limits_check(&l, size, limit, sizeof(limit)) == RUDA_OK)
+			ruda__buffer_limits_refused(&l, size, st, limit, sizeof(limit));
+		snprintf(why, why_len, "buffer %llu: allocating %llu bytes failed: %s",
+			 (unsigned long long)handle, (unsigned long long)size, limit);
+	} else if (st != RUDA_OK)
 		snprintf(why, why_len, "buffer %llu: allocating %llu bytes failed: %s",
 			 (unsigned long long)handle, (unsigned long long)size, ruda_strerror(st));
 	return st;

@@ -150,6 +150,16 @@ struct bench_rudad_transfer *bench_rudad_transfer_open(const struct bench_daemon
 double bench_rudad_transfer_run(struct bench_rudad_transfer *t, enum bench_rudad_op op,
 				int check, double split[2]);
 void bench_rudad_transfer_close(struct bench_rudad_transfer *t);
+/* Where one plain-path operation's time went (`op`: BENCH_RUDAD_WRITE or
+ * BENCH_RUDAD_READ_ONE), from libruda's transfer counters and the session's
+ * device time: seconds in all, in the client's copies, waiting (for arena
+ * space or a read's reply) and on the device. */
+struct bench_transfer_phases {
+	double total, copy, wait, device;
+	uint64_t chunks, progress_waits, fence_waits;
+};
+void bench_rudad_transfer_phases(struct bench_rudad_transfer *t, enum bench_rudad_op op,
+				 struct bench_transfer_phases *out);
 void bench_transfers(struct bench_daemon *d, const ruda_device_properties *props);
 
 /* Launches: through rudad (rudad.c) and in-process (inproc.c), with the

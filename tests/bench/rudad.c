@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "bench.h"
+#include "client_private.h"
+#include "transfer.h"
 
 #define FILL_WORDS 256u
 
@@ -305,4 +307,35 @@ void bench_rudad_launches(const struct bench_daemon *d, const struct bench_launc
 	free(t_graph);
 	ruda_graph_release(graph);
 	ruda_client_close(c);
+}
+
+void bench_rudad_transfer_phases(struct bench_rudad_transfer *t, enum bench_rudad_op op,
+				 struct bench_transfer_phases *out)
+{
+	ruda_client *c = t->c;
+	struct ruda_transfer_counters a, b;
+	ruda_daemon_stats sa, sb;
+	make_written_buffer(t);
+	ok(c, ruda_client_sync(c), "sync");
+	ok(c, ruda_client_daemon_stats(c, &sa), "daemon_stats");
+	ruda__client_transfer_counters(c, &a);
+	double t0 = bench_now();
+	if (op == BENCH_RUDAD_READ_ONE) {
+		ok(c, ruda_client_read_one(c, t->h, t->dst), "read_one");
+	} else {
+		ok(c, ruda_client_write(c, t->h, 0, t->src, t->size), "write");
+		ok(c, ruda_client_sync(c), "sync after write");
+	}
+	double t1 = bench_now();
+	ruda__client_transfer_counters(c, &b);
+	ok(c, ruda_client_daemon_stats(c, &sb), "daemon_stats");
+	*out = (struct bench_transfer_phases){
+		.total = t1 - t0,
+		.copy = (double)(b.copy_ns - a.copy_ns) / 1e9,
+		.wait = (double)(b.wait_ns - a.wait_ns) / 1e9,
+		.device = (double)(sb.session_gpu_time_ns - sa.session_gpu_time_ns) / 1e9,
+		.chunks = b.chunks - a.chunks,
+		.progress_waits = b.progress_waits - a.progress_waits,
+		.fence_waits = b.fence_waits - a.fence_waits,
+	};
 }

@@ -185,6 +185,33 @@ static double paired_ratio(const double *a, const double *b, int n)
 	return bench_median(q, (size_t)n);
 }
 
+/* The largest size's plain write and read_one once more, split by phase
+ * (libruda's counters and the session's device time): whether the client's
+ * copies and the device's overlap (their sum above the total) or follow
+ * one another (their sum about the total). Printed, not in the table. */
+static void print_phases(const struct bench_daemon *d, uint64_t size)
+{
+	static const struct {
+		const char *name;
+		enum bench_rudad_op op;
+	} ops[] = {{"write + sync", BENCH_RUDAD_WRITE}, {"read_one", BENCH_RUDAD_READ_ONE}};
+	char name[32];
+	bench_size_name(size, name, sizeof(name));
+	struct bench_rudad_transfer *ru = bench_rudad_transfer_open(d, size, 3000);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct bench_transfer_phases p[3];
+		for (int r = 0; r < 3; r++) /* the last of three: warm pages */
+			bench_rudad_transfer_phases(ru, ops[i].op, &p[r]);
+		printf("transfers: %s %s by phase: %.1f ms in all; client copy %.1f ms, "
+		       "waiting %.1f ms (%llu chunks, %llu waits on progress, %llu on a fence); "
+		       "device %.1f ms\n",
+		       ops[i].name, name, p[2].total * 1e3, p[2].copy * 1e3, p[2].wait * 1e3,
+		       (unsigned long long)p[2].chunks, (unsigned long long)p[2].progress_waits,
+		       (unsigned long long)p[2].fence_waits, p[2].device * 1e3);
+	}
+	bench_rudad_transfer_close(ru);
+}
+
 void bench_transfers(struct bench_daemon *d, const ruda_device_properties *props)
 {
 	struct transfer_plan plan = make_plan(largest_size(props));
@@ -214,6 +241,7 @@ void bench_transfers(struct bench_daemon *d, const ruda_device_properties *props
 			}
 			printf(" x in-process\n");
 		}
+	print_phases(d, plan.sizes[plan.nsizes - 1]);
 	for (size_t row = 0; row < NROWS; row++)
 		for (size_t i = 0; i < plan.nsizes; i++) {
 			char size[32], name[80];

@@ -3,7 +3,7 @@
  * module whose compilation explodes in the driver (tests/shaders/
  * compile_bomb.comp: a loop the driver unrolls n times, n a specialization
  * constant). rudad compiles each kernel first in its compile worker
- * (daemon/compile_worker.h); past compile_timeout_ms or compile_memory_max
+ * (daemon/exec/compile_worker.h); past compile_timeout_ms or compile_memory_max
  * the worker is killed and the kernel refused with
  * RUDA_ERROR_INVALID_KERNEL, a retry is refused at once, a fresh worker
  * compiles the next kernel, and another client's kernels keep giving right

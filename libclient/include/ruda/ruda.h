@@ -152,6 +152,9 @@ typedef struct ruda_device_properties {
 	uint32_t api_version;
 	uint32_t driver_version;
 	uint8_t pipeline_cache_uuid[16];
+	/* the largest buffer: the device's maxBufferSize or heap, whichever is
+	 * smaller (may pass 4 GiB and maxMemoryAllocationSize: a driver may
+	 * still refuse one allocation past the latter, RUDA_ERROR_TOO_LARGE) */
 	uint64_t max_buffer_size;
 	uint64_t max_storage_buffer_range;
 	uint32_t min_storage_buffer_offset_alignment;
@@ -327,7 +330,12 @@ ruda_status ruda_client_memory_cleanup(ruda_client *client);
  * only confirms that. */
 ruda_status ruda_client_memory_compact(ruda_client *client);
 
-/* Copy `size` bytes from `data` into `handle` at byte `offset` of it. */
+/* Copy `size` bytes from `data` into `handle` at byte `offset` of it.
+ * Large copies (here, in ruda_client_create and in the reads) cross the
+ * session arena in chunks of a quarter of it, up to four in flight: the
+ * client copies one while the device moves the others. The copies use up
+ * to 7 helper threads ($RUDA_COPY_THREADS: 0-31) and, with
+ * $RUDA_COPY_STREAM=1, non-temporal stores. */
 ruda_status ruda_client_write(ruda_client *client, ruda_handle handle, uint64_t offset,
 			      const void *data, size_t size);
 
