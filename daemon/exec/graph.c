@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "exec/pipeline.h"
 #include "ruda.pb-c.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
 
@@ -150,25 +151,25 @@ void ruda__graph_handle_prepare(struct ruda_session *s, const Ruda__Request *req
 {
 	/* what the stream recorded runs before anything it captures */
 	ruda_status st = ruda__stream_submit(s->current);
-	ruda__session_reply_status(s, req->id, st, "%s", st == RUDA_OK ? "" : ruda_strerror(st));
+	ruda__reply_status(s->conn, req->id, st, "%s", st == RUDA_OK ? "" : ruda_strerror(st));
 }
 
 void ruda__graph_handle_start(struct ruda_session *s, const Ruda__Request *req)
 {
 	struct ruda_stream *st = s->current;
 	if (st->capture) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "stream %u is already capturing a graph", st->id);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "stream %u is already capturing a graph", st->id);
 		return;
 	}
 	ruda__stream_submit(st);
 	st->capture = ruda__graph_create(s->device, st->id, st->queue);
 	if (!st->capture) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
-					   "cannot make a command buffer for the graph");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY,
+				   "cannot make a command buffer for the graph");
 		return;
 	}
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 void ruda__graph_handle_stop(struct ruda_session *s, const Ruda__Request *req)
@@ -177,8 +178,8 @@ void ruda__graph_handle_stop(struct ruda_session *s, const Ruda__Request *req)
 	uint64_t id = req->graph_stop_capture->graph;
 	struct ruda_graph *g = st->capture;
 	if (!g) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "stream %u is not capturing a graph", st->id);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "stream %u is not capturing a graph", st->id);
 		return;
 	}
 	st->capture = NULL; /* the capture ends whatever the verdict */
@@ -195,14 +196,14 @@ void ruda__graph_handle_stop(struct ruda_session *s, const Ruda__Request *req)
 		why = "out of memory";
 	}
 	if (status != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, status, "graph %llu: %s",
-					   (unsigned long long)id, why);
+		ruda__reply_status(s->conn, req->id, status, "graph %llu: %s",
+				   (unsigned long long)id, why);
 		ruda__graph_put(g);
 		return;
 	}
 	log_debug("session %llu: graph %llu of %u launches on stream %u", (unsigned long long)s->id,
 		  (unsigned long long)id, g->launches, g->stream);
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 void ruda__graph_handle_abort(struct ruda_session *s, const Ruda__Request *req)
@@ -265,9 +266,9 @@ void ruda__graph_handle_release(struct ruda_session *s, const Ruda__Request *req
 	ruda__graph_put(g); /* replays in flight hold their own reference */
 }
 
-void ruda__graph_release_all(struct ruda_session *s)
+void ruda__graph_release_all(struct ruda_handle_table *graphs)
 {
 	struct ruda_graph *g;
-	while ((g = ruda__handle_table_pop(&s->graphs, NULL)))
+	while ((g = ruda__handle_table_pop(graphs, NULL)))
 		ruda__graph_put(g);
 }

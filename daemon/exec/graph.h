@@ -20,6 +20,7 @@ struct ruda_launch_count;
 struct ruda_device;
 struct ruda_pipeline;
 struct ruda_session;
+struct ruda_handle_table;
 struct Ruda__Request;
 
 /* Launches one graph may hold: bounds the daemon memory a client can make
@@ -69,7 +70,8 @@ void ruda__graph_handle_stop(struct ruda_session *s, const struct Ruda__Request 
 void ruda__graph_handle_abort(struct ruda_session *s, const struct Ruda__Request *req);
 void ruda__graph_handle_replay(struct ruda_session *s, const struct Ruda__Request *req);
 void ruda__graph_handle_release(struct ruda_session *s, const struct Ruda__Request *req);
-/* Drop every graph of a session (it ends). */
-void ruda__graph_release_all(struct ruda_session *s);
+/* Drop every graph of `graphs` (id -> struct ruda_graph, a session's as it
+ * ends). */
+void ruda__graph_release_all(struct ruda_handle_table *graphs);
 
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../proto/frame.h"
 #include "memory/arena.h"
 #include "common/config.h"
 #include "device/device.h"
@@ -16,6 +17,7 @@
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
 #include "common/policy.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 
 #ifndef RUDA_VERSION
@@ -40,7 +42,8 @@
 static void rights_of(const struct ruda_session *s, struct ruda_rights *r)
 {
 	if (s->ctx->policy) {
-		ruda__policy_check_peer(s->ctx->policy, s->fd, s->uid, s->gid, r);
+		ruda__policy_check_peer(s->ctx->policy, ruda__connection_fd(s->conn), s->uid, s->gid,
+					r);
 		return;
 	}
 	memset(r, 0, sizeof(*r));
@@ -72,7 +75,7 @@ static void reply_admin(struct ruda_session *s, uint64_t request, Ruda__AdminRep
 	reply.id = request;
 	reply.body_case = RUDA__REPLY__BODY_ADMIN;
 	reply.admin = body;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }
 
 /* The sessions, as an array (caller frees), sorted by id when `sorted`. */
@@ -294,7 +297,7 @@ static struct device_buf *fill_devices(struct ruda_session_context *ctx,
 
 static void reply_oom(struct ruda_session *s, uint64_t request)
 {
-	ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+	ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* ---- views -------------------------------------------------------------- */
@@ -312,7 +315,8 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	struct sockaddr_un addr = {0};
 	socklen_t len = sizeof(addr);
 	char socket_path[sizeof(addr.sun_path) + 1] = "";
-	if (getsockname(s->fd, (struct sockaddr *)&addr, &len) == 0 && addr.sun_family == AF_UNIX &&
+	if (getsockname(ruda__connection_fd(s->conn), (struct sockaddr *)&addr, &len) == 0 &&
+	    addr.sun_family == AF_UNIX &&
 	    len > offsetof(struct sockaddr_un, sun_path) && addr.sun_path[0])
 		snprintf(socket_path, sizeof(socket_path), "%.*s",
 			 (int)(len - offsetof(struct sockaddr_un, sun_path)), addr.sun_path);
@@ -642,14 +646,14 @@ static void admin_kill(struct ruda_session *s, uint64_t request, const Ruda__Adm
 	uint64_t id = a->kill->client;
 	struct ruda_session *t = ruda__handle_table_get(&s->ctx->sessions, id);
 	if (!t || t->state == RUDA_SESSION_DEAD) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
-					   "no client %llu is connected", (unsigned long long)id);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_INVALID_ARGUMENT,
+				   "no client %llu is connected", (unsigned long long)id);
 		return;
 	}
 	if (t == s) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
-					   "client %llu is the connection asking",
-					   (unsigned long long)id);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_INVALID_ARGUMENT,
+				   "client %llu is the connection asking",
+				   (unsigned long long)id);
 		return;
 	}
 	log_notice("session %llu (uid %u, pid %d, \"%s\"): killed by session %llu (uid %u, "
@@ -701,8 +705,8 @@ static void admin_drain(struct ruda_session *s, uint64_t request, const Ruda__Ad
 	struct ruda_session_context *ctx = s->ctx;
 	(void)a;
 	if (!ctx->drain) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "this rudad cannot drain (no drain hook)");
+		ruda__reply_status(s->conn, request, RUDA_ERROR_UNSUPPORTED,
+				   "this rudad cannot drain (no drain hook)");
 		return;
 	}
 	if (!ctx->draining)
@@ -728,9 +732,9 @@ static void admin_shutdown(struct ruda_session *s, uint64_t request, const Ruda_
 	struct ruda_session_context *ctx = s->ctx;
 	(void)a;
 	if (!ctx->shutdown) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "this rudad cannot be shut down this way (no shutdown "
-					   "hook); send it SIGTERM");
+		ruda__reply_status(s->conn, request, RUDA_ERROR_UNSUPPORTED,
+				   "this rudad cannot be shut down this way (no shutdown "
+				   "hook); send it SIGTERM");
 		return;
 	}
 	log_notice("session %llu (uid %u, pid %d): shutdown requested",
@@ -753,14 +757,14 @@ static void admin_inject_device_loss(struct ruda_session *s, uint64_t request,
 	struct ruda_session_context *ctx = s->ctx;
 	uint32_t index = a->inject_device_loss->device;
 	if (!ctx->test_faults) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "fault injection is for tests: rudad was not started "
-					   "with RUDA_TEST_FAULTS=1");
+		ruda__reply_status(s->conn, request, RUDA_ERROR_UNSUPPORTED,
+				   "fault injection is for tests: rudad was not started "
+				   "with RUDA_TEST_FAULTS=1");
 		return;
 	}
 	if (index >= ctx->ndevices) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT, "no device %u",
-					   index);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_INVALID_ARGUMENT, "no device %u",
+				   index);
 		return;
 	}
 	log_notice("session %llu (uid %u, pid %d): injecting a loss of device %u",
@@ -806,9 +810,9 @@ void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)
 	size_t body = (size_t)a->body_case;
 	if (body >= sizeof(admin_handlers) / sizeof(admin_handlers[0]) ||
 	    !admin_handlers[body].run) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
-					   "unknown admin request (request %llu)",
-					   (unsigned long long)req->id);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_UNSUPPORTED,
+				   "unknown admin request (request %llu)",
+				   (unsigned long long)req->id);
 		return;
 	}
 	const char *name = admin_handlers[body].name;
@@ -819,8 +823,8 @@ void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)
 		char who[160];
 		log_warn("session %llu (uid %u, pid %d): admin %s refused: not an administrator",
 			 (unsigned long long)s->id, s->uid, s->pid, name);
-		ruda__session_reply_status(
-			s, req->id, RUDA_ERROR_PERMISSION,
+		ruda__reply_status(
+			s->conn, req->id, RUDA_ERROR_PERMISSION,
 			"permission denied: '%s' %s administrators (%s); uid %u is not one", name,
 			command ? "changes the daemon and is for"
 				: "is a view open, while read_only_views is off, to",

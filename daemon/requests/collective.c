@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "memory/host_staging.h"
 #include "common/log.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
 
@@ -306,7 +307,7 @@ static void answer_syncs(struct ruda_session_context *ctx, uint64_t session, str
 		struct sync_wait *w = m->syncs;
 		m->syncs = w->next;
 		if (s && s->state == RUDA_SESSION_READY)
-			ruda__session_reply_status(s, w->request, m->error, "%s", m->message);
+			ruda__reply_status(s->conn, w->request, m->error, "%s", m->message);
 		free(w);
 	}
 	m->error = RUDA_OK;
@@ -686,15 +687,15 @@ void ruda__handle_collective_init(struct ruda_session *s, const Ruda__Request *r
 	uint32_t set[n ? n : 1];
 	char why[160];
 	if (!device_set(s, ci->devices, ci->n_devices, set, why, sizeof(why))) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "collective: %s", why);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "collective: %s", why);
 		return;
 	}
 	if (!registry(s->ctx)) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 static int part_of(const struct collective_op *op, uint32_t device)
@@ -942,7 +943,7 @@ void ruda__handle_collective_sync(struct ruda_session *s, const Ruda__Request *r
 	struct member *m = c ? member_of(c, s->id, 1) : NULL;
 	struct sync_wait *w = m ? malloc(sizeof(*w)) : NULL;
 	if (!w) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	/* collectives' copies are on the session's streams: submit them */

@@ -25,6 +25,7 @@
 #include "common/config.h"
 #include "common/policy.h"
 #include "ruda.pb-c.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "common/spirv.h"
 #include "requests/staging.h"
@@ -132,17 +133,17 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 			reply.id = w->request;
 			reply.body_case = RUDA__REPLY__BODY_PROFILE;
 			reply.profile = &pr;
-			ruda__session_reply(s, &reply);
+			ruda__reply_send(s->conn, &reply);
 		} else if (s && s->state != RUDA_SESSION_DEAD) {
-			ruda__session_reply_status(s, w->request, status, "%s",
-						   failure_reason(status));
+			ruda__reply_status(s->conn, w->request, status, "%s",
+					   failure_reason(status));
 		}
 		goto out;
 	}
 	if (!s || s->state == RUDA_SESSION_DEAD)
 		goto out;
 	if (status != RUDA_OK) {
-		ruda__session_reply_status(s, w->request, status, "%s", failure_reason(status));
+		ruda__reply_status(s->conn, w->request, status, "%s", failure_reason(status));
 		goto out;
 	}
 	const char *why = "";
@@ -150,17 +151,17 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	case WAIT_READ:
 		if (w->nhandles == 2) /* {arena offset, size} */
 			ruda__arena_bounce_out(s->arena, w->handles[0], w->handles[1]);
-		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_SYNC: {
 		struct ruda_stream *st = w->stream ? ruda__handle_table_get(&s->streams, w->stream)
 						   : &s->stream;
 		if (w->settled_ok) {
-			ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+			ruda__reply_status(s->conn, w->request, RUDA_OK, NULL);
 			break;
 		}
 		ruda_status err = st ? st->error : RUDA_OK;
-		ruda__session_reply_status(s, w->request, err, "%s", st ? st->error_message : "");
+		ruda__reply_status(s->conn, w->request, err, "%s", st ? st->error_message : "");
 		if (st) {
 			st->error = RUDA_OK;
 			st->error_message[0] = '\0';
@@ -169,12 +170,12 @@ static void reply_waiter_done(struct ruda_waiter *base, int status)
 	}
 	case WAIT_SYNC_BUFFERS: {
 		ruda_status st = first_buffer_error(s, w->handles, w->nhandles, &why);
-		ruda__session_reply_status(s, w->request, st, "%s", why);
+		ruda__reply_status(s->conn, w->request, st, "%s", why);
 		break;
 	}
 	case WAIT_FENCE:
 		ruda__session_arena_publish(s);
-		ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, w->request, RUDA_OK, NULL);
 		break;
 	case WAIT_EXPORT: /* the buffer's zeros and the work before are done */
 		export_now(s, w->request, w->handles[0]);
@@ -213,7 +214,7 @@ static void wait_then_reply(struct ruda_session *s, uint64_t request, enum wait_
 {
 	struct reply_waiter *w = reply_waiter_new(s, request, kind, handles, nhandles);
 	if (!w) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	if (kind == WAIT_SYNC || kind == WAIT_READ) {
@@ -351,17 +352,17 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 			*c = '?'; /* keep log lines one line each; UTF-8 stays */
 	if (h->protocol_version != RUDA_PROTOCOL_VERSION) {
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_VERSION,
-					   "protocol version %u is not supported; rudad %s speaks %u",
-					   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_VERSION,
+				   "protocol version %u is not supported; rudad %s speaks %u",
+				   h->protocol_version, RUDA_VERSION, RUDA_PROTOCOL_VERSION);
 		return;
 	}
 	if (h->priority > RUDA_PRIORITY_HIGHEST) {
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "priority %u is out of range: %u (lowest) to %u "
-					   "(highest), or 0 for the default",
-					   h->priority, RUDA_PRIORITY_LOWEST, RUDA_PRIORITY_HIGHEST);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "priority %u is out of range: %u (lowest) to %u "
+				   "(highest), or 0 for the default",
+				   h->priority, RUDA_PRIORITY_LOWEST, RUDA_PRIORITY_HIGHEST);
 		return;
 	}
 	/* without a policy, as the default policy: up to normal */
@@ -372,13 +373,14 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	if (ctx->policy) {
 		struct ruda_rights rights;
 		char described[256];
-		ruda__policy_check_peer(ctx->policy, s->fd, s->uid, s->gid, &rights);
+		ruda__policy_check_peer(ctx->policy, ruda__connection_fd(s->conn), s->uid, s->gid,
+					&rights);
 		if (!rights.may_connect) {
 			log_warn("session %llu (uid %u, pid %d, \"%s\"): refused: %s",
 				 (unsigned long long)s->id, s->uid, s->pid, s->name, rights.why);
 			s->state = RUDA_SESSION_CLOSING;
-			ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
-						   "rudad's policy refuses this client: %s", rights.why);
+			ruda__reply_status(s->conn, req->id, RUDA_ERROR_PERMISSION,
+					   "rudad's policy refuses this client: %s", rights.why);
 			return;
 		}
 		log_debug("session %llu (uid %u, pid %d): %s", (unsigned long long)s->id, s->uid,
@@ -402,7 +404,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	int device_index = ruda__device_info_resolve(ctx, h, no_device, sizeof(no_device));
 	if (device_index < 0) {
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT, "%s", no_device);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT, "%s", no_device);
 		return;
 	}
 	s->device = ctx->devices[device_index];
@@ -419,7 +421,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		log_warn("session %llu (uid %u, pid %d, \"%s\"): refused: %s",
 			 (unsigned long long)s->id, s->uid, s->pid, s->name, why);
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, arena_status, "%s", why);
+		ruda__reply_status(s->conn, req->id, arena_status, "%s", why);
 		return;
 	}
 	ruda__stream_init(&s->stream, s->device, s->arena, &ctx->dirty);
@@ -438,7 +440,7 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 		if (fd >= 0)
 			close(fd);
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
@@ -473,9 +475,9 @@ static void handle_hello(struct ruda_session *s, const Ruda__Request *req)
 	reply.body_case = RUDA__REPLY__BODY_HELLO;
 	reply.hello = &hr;
 	if (nfds)
-		ruda__session_reply_fds(s, &reply, fds, nfds);
+		ruda__reply_fds(s->conn, &reply, fds, nfds);
 	else
-		ruda__session_reply(s, &reply);
+		ruda__reply_send(s->conn, &reply);
 	free(extra);
 }
 
@@ -558,7 +560,7 @@ static void handle_empty(struct ruda_session *s, const Ruda__Request *req)
 		/* try_empty: the verdict now, and no failed id left behind */
 		if (status == RUDA_OK && !session_insert_buffer(s, e->handle, buffer, RUDA_OK, NULL))
 			status = RUDA_ERROR_OUT_OF_MEMORY;
-		ruda__session_reply_status(s, req->id, status, "%s", status == RUDA_OK ? "" : why);
+		ruda__reply_status(s->conn, req->id, status, "%s", status == RUDA_OK ? "" : why);
 		return;
 	}
 	if (status != RUDA_OK) {
@@ -704,7 +706,7 @@ static void handle_read(struct ruda_session *s, const Ruda__Request *req)
 	if (st != RUDA_OK) {
 		if (r->region)
 			publish_watch(s, s->current, req->id, 0);
-		ruda__session_reply_status(s, req->id, st, "%s", why);
+		ruda__reply_status(s->conn, req->id, st, "%s", why);
 		return;
 	}
 	s->usage.bytes_downloaded += r->size;
@@ -754,8 +756,8 @@ static void kernel_settle(struct ruda_session *s, struct kernel_waiter *w)
 {
 	struct ruda_pipeline *p = w->pipeline;
 	if (p->state != RUDA_PIPELINE_READY) {
-		ruda__session_reply_status(s, w->request, p->status, "kernel %llu: %s",
-					   (unsigned long long)w->kernel, p->error);
+		ruda__reply_status(s->conn, w->request, p->status, "kernel %llu: %s",
+				   (unsigned long long)w->kernel, p->error);
 		ruda__pipeline_put(p);
 		return;
 	}
@@ -764,16 +766,16 @@ static void kernel_settle(struct ruda_session *s, struct kernel_waiter *w)
 	if (err) {
 		free(k);
 		ruda__pipeline_put(p);
-		ruda__session_reply_status(s, w->request,
-					   err == -EEXIST ? RUDA_ERROR_INVALID_HANDLE
+		ruda__reply_status(s->conn, w->request,
+				   err == -EEXIST ? RUDA_ERROR_INVALID_HANDLE
 							  : RUDA_ERROR_OUT_OF_MEMORY,
-					   "kernel %llu: %s", (unsigned long long)w->kernel,
-					   err == -EEXIST ? "id already in use" : "out of memory");
+				   "kernel %llu: %s", (unsigned long long)w->kernel,
+				   err == -EEXIST ? "id already in use" : "out of memory");
 		return;
 	}
 	k->pipeline = p;
 	s->usage.kernels_registered++;
-	ruda__session_reply_status(s, w->request, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, w->request, RUDA_OK, NULL);
 }
 
 static void kernel_waiter_done(struct ruda_pipeline_waiter *base, struct ruda_pipeline *p)
@@ -877,14 +879,14 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 	}
 	if (st != RUDA_OK) {
 		ruda__session_arena_used(s, req->id);
-		ruda__session_reply_status(s, req->id, st, "kernel %llu: %s",
-					   (unsigned long long)k->kernel, why);
+		ruda__reply_status(s->conn, req->id, st, "kernel %llu: %s",
+				   (unsigned long long)k->kernel, why);
 		return;
 	}
 
 	struct kernel_waiter *w = calloc(1, sizeof(*w));
 	if (!w) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	w->base.done = kernel_waiter_done;
@@ -906,8 +908,8 @@ static void handle_kernel_register(struct ruda_session *s, const Ruda__Request *
 	ruda__session_arena_used(s, req->id);
 	if (st != RUDA_OK) {
 		free(w);
-		ruda__session_reply_status(s, req->id, st, "kernel %llu: cannot compile",
-					   (unsigned long long)k->kernel);
+		ruda__reply_status(s->conn, req->id, st, "kernel %llu: cannot compile",
+				   (unsigned long long)k->kernel);
 		return;
 	}
 	if (w->pipeline->state != RUDA_PIPELINE_COMPILING) {
@@ -922,10 +924,10 @@ static void handle_kernel_lookup(struct ruda_session *s, const Ruda__Request *re
 	const ProtobufCBinaryData *h = &req->kernel_lookup->module_hash;
 	struct ruda_pipeline_registry *reg = s->ctx->pipelines[s->device->index];
 	if (h->len == RUDA_SHA256_SIZE && ruda__pipeline_registry_find_module(reg, h->data))
-		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 	else
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
-					   "no module with that SHA-256 in rudad");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_HANDLE,
+				   "no module with that SHA-256 in rudad");
 }
 
 static void handle_kernel_release(struct ruda_session *s, const Ruda__Request *req)
@@ -1117,7 +1119,7 @@ static void handle_sync(struct ruda_session *s, const Ruda__Request *req)
 	ruda__stream_submit(st); /* a refused submission is the stream's error */
 	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_SYNC, NULL, 0);
 	if (!w) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	w->settled_ok = settled_ok(s, st);
@@ -1129,7 +1131,7 @@ static void handle_check(struct ruda_session *s, const Ruda__Request *req)
 {
 	const char *why = "";
 	ruda_status st = first_buffer_error(s, req->check->handles, req->check->n_handles, &why);
-	ruda__session_reply_status(s, req->id, st, "%s", why);
+	ruda__reply_status(s->conn, req->id, st, "%s", why);
 }
 
 static void handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
@@ -1159,7 +1161,7 @@ static void handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req
 	struct reply_waiter *w =
 		reply_waiter_new(s, req->id, WAIT_SYNC_BUFFERS, sb->handles, sb->n_handles);
 	if (!w) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	ruda__device_wait_value(s->device, target, &w->base);
@@ -1185,14 +1187,14 @@ static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *r
 	double value = 0;
 	int err = cache ? ruda__throughput_cache_get(cache, key, &value) : -ENOMEM;
 	if (err == -EINVAL) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput key empty or over %u bytes",
-					   RUDA_THROUGHPUT_MAX_KEY);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "throughput key empty or over %u bytes",
+				   RUDA_THROUGHPUT_MAX_KEY);
 		return;
 	}
 	if (err) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
-					   "no throughput measured for \"%s\" yet", key);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_HANDLE,
+				   "no throughput measured for \"%s\" yet", key);
 		return;
 	}
 	Ruda__ThroughputReply tr = RUDA__THROUGHPUT_REPLY__INIT;
@@ -1201,7 +1203,7 @@ static void handle_throughput_get(struct ruda_session *s, const Ruda__Request *r
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_THROUGHPUT;
 	reply.throughput = &tr;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }
 
 static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *req)
@@ -1211,22 +1213,22 @@ static void handle_throughput_set(struct ruda_session *s, const Ruda__Request *r
 	struct ruda_throughput_cache *cache = throughput_cache(s);
 	int err = cache ? ruda__throughput_cache_set(cache, key, value) : -ENOMEM;
 	if (err == -EINVAL && !(key && *key && strlen(key) <= RUDA_THROUGHPUT_MAX_KEY))
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput key empty or over %u bytes",
-					   RUDA_THROUGHPUT_MAX_KEY);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "throughput key empty or over %u bytes",
+				   RUDA_THROUGHPUT_MAX_KEY);
 	else if (err == -EINVAL) /* every client reads what one sets */
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "throughput %g for \"%s\" is not a finite value above 0",
-					   value, key);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "throughput %g for \"%s\" is not a finite value above 0",
+				   value, key);
 	else if (err == -ENOSPC)
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_QUOTA,
-					   "the throughput cache of device %u is full (%u keys): "
-					   "\"%s\" is not recorded",
-					   s->device->index, RUDA_THROUGHPUT_MAX, key);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_QUOTA,
+				   "the throughput cache of device %u is full (%u keys): "
+				   "\"%s\" is not recorded",
+				   s->device->index, RUDA_THROUGHPUT_MAX, key);
 	else if (err)
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 	else
-		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 /* ---- memory usage ------------------------------------------------------- */
@@ -1249,7 +1251,7 @@ static void handle_memory_usage(struct ruda_session *s, const Ruda__Request *req
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_MEMORY_USAGE;
 	reply.memory_usage = &mu;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }
 
 static void handle_memory_cleanup(struct ruda_session *s, const Ruda__Request *req)
@@ -1264,7 +1266,7 @@ static void handle_memory_cleanup(struct ruda_session *s, const Ruda__Request *r
 static void handle_memory_compact(struct ruda_session *s, const Ruda__Request *req)
 {
 	/* free ranges coalesce as buffers go; nothing needs moving */
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 /* ---- profiling and exclusive access -------------------------------------- */
@@ -1289,21 +1291,21 @@ static void handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
 	uint64_t window = req->profile_end->window;
 	struct ruda_session_profile *p = ruda__handle_table_remove(&s->profiles, window);
 	if (!p) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
-					   "no open profile %llu", (unsigned long long)window);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_HANDLE,
+				   "no open profile %llu", (unsigned long long)window);
 		return;
 	}
 	if (p->refused) {
 		ruda__session_profile_free(s, p);
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_BUSY,
-					   "profile %llu: more than %u windows were open at once",
-					   (unsigned long long)window, RUDA_SESSION_MAX_PROFILES);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_BUSY,
+				   "profile %llu: more than %u windows were open at once",
+				   (unsigned long long)window, RUDA_SESSION_MAX_PROFILES);
 		return;
 	}
 	struct reply_waiter *w = reply_waiter_new(s, req->id, WAIT_PROFILE, NULL, 0);
 	if (!w) {
 		ruda__session_profile_free(s, p);
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	ruda__session_profile_close(s, p);
@@ -1323,9 +1325,9 @@ static void handle_profile_abandon(struct ruda_session *s, const Ruda__Request *
 static void handle_exclusive_begin(struct ruda_session *s, const Ruda__Request *req)
 {
 	if (!s->exclusive_allowed) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
-					   "rudad's policy does not let uid %u hold the device alone "
-					   "(exclusive_users, exclusive_groups)", s->uid);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_PERMISSION,
+				   "rudad's policy does not let uid %u hold the device alone "
+				   "(exclusive_users, exclusive_groups)", s->uid);
 		return;
 	}
 	/* work queued before the lease goes first */
@@ -1339,20 +1341,20 @@ static void handle_exclusive_end(struct ruda_session *s, const Ruda__Request *re
 	int rc = ruda__session_exclusive_end(s);
 	if (rc == -ETIMEDOUT) {
 		uint32_t limit = ruda__session_exclusive_limit_ms(s->ctx);
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_LEASE_EXPIRED,
-					   "the exclusive lease expired after %u ms (%s %u ms); "
-					   "work queued since then ran beside other clients",
-					   s->lease_expired_ms,
-					   s->lease_expired_ms < limit ? "the timeout asked; "
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_LEASE_EXPIRED,
+				   "the exclusive lease expired after %u ms (%s %u ms); "
+				   "work queued since then ran beside other clients",
+				   s->lease_expired_ms,
+				   s->lease_expired_ms < limit ? "the timeout asked; "
 									 "max_exclusive_ms"
 								       : "max_exclusive_ms",
-					   limit);
+				   limit);
 		s->lease_expired_ms = 0;
 	} else if (rc < 0) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "this session holds no exclusive lease");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "this session holds no exclusive lease");
 	} else
-		ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
@@ -1383,7 +1385,7 @@ static void handle_stats(struct ruda_session *s, const Ruda__Request *req)
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_STATS;
 	reply.stats = &sr;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }
 
 /* ---- decoding ------------------------------------------------------------ */
@@ -1428,7 +1430,7 @@ static void handle_staging_attach(struct ruda_session *s, const Ruda__Request *r
 		snprintf(why, sizeof(why), "StagingAttach without its memfd");
 	else
 		st = ruda__staging_attach(s, a->region, a->size, request_fd, why, sizeof(why));
-	ruda__session_reply_status(s, req->id, st, "%s", st == RUDA_OK ? "" : why);
+	ruda__reply_status(s->conn, req->id, st, "%s", st == RUDA_OK ? "" : why);
 }
 
 static void handle_staging_detach(struct ruda_session *s, const Ruda__Request *req)
@@ -1456,23 +1458,23 @@ static void export_now(struct ruda_session *s, uint64_t request, uint64_t id)
 	const char *reason;
 	ruda_status st = buffer_status(s, id, &reason);
 	if (st != RUDA_OK) {
-		ruda__session_reply_status(s, request, st, "buffer %llu: %s",
-					   (unsigned long long)id, reason);
+		ruda__reply_status(s->conn, request, st, "buffer %llu: %s",
+				   (unsigned long long)id, reason);
 		return;
 	}
 	struct ruda_buffer *b = buffer_entry(s, id)->buffer;
 	struct ruda_device *d = s->device;
 	if (!d->get_memory_fd) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "device %u cannot export memory: %s", d->index,
-					   d->export_off);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_UNSUPPORTED,
+				   "device %u cannot export memory: %s", d->index,
+				   d->export_off);
 		return;
 	}
 	if (!ruda__memory_exportable(&b->memory)) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
-					   "buffer %llu lives in pooled memory shared with other "
-					   "buffers; allocate it in dedicated mode to export it",
-					   (unsigned long long)id);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_INVALID_ARGUMENT,
+				   "buffer %llu lives in pooled memory shared with other "
+				   "buffers; allocate it in dedicated mode to export it",
+				   (unsigned long long)id);
 		return;
 	}
 	VkMemoryGetFdInfoKHR info = {
@@ -1482,9 +1484,9 @@ static void export_now(struct ruda_session *s, uint64_t request, uint64_t id)
 	};
 	int fd = -1;
 	if (d->get_memory_fd(d->vk, &info, &fd) != VK_SUCCESS || fd < 0) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INTERNAL,
-					   "vkGetMemoryFdKHR failed for buffer %llu",
-					   (unsigned long long)id);
+		ruda__reply_status(s->conn, request, RUDA_ERROR_INTERNAL,
+				   "vkGetMemoryFdKHR failed for buffer %llu",
+				   (unsigned long long)id);
 		return;
 	}
 	Ruda__ResourceReply rr = RUDA__RESOURCE_REPLY__INIT;
@@ -1506,7 +1508,7 @@ static void export_now(struct ruda_session *s, uint64_t request, uint64_t id)
 	reply.id = request;
 	reply.body_case = RUDA__REPLY__BODY_RESOURCE;
 	reply.resource = &rr;
-	ruda__session_reply_fd(s, &reply, fd);
+	ruda__reply_fd(s->conn, &reply, fd);
 }
 
 /* The importer reads the memory on its own, unordered with rudad's queue:
@@ -1541,8 +1543,8 @@ static int refused_while_capturing(struct ruda_session *s, const Ruda__Request *
 	case RUDA__REQUEST__BODY_SYNC_BUFFERS:
 	case RUDA__REQUEST__BODY_PROFILE_END:
 	case RUDA__REQUEST__BODY_GRAPH_PREPARE:
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "%s; end the capture first", why);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "%s; end the capture first", why);
 		return 1;
 	case RUDA__REQUEST__BODY_WRITE:
 		/* the bytes never reach the buffer: it carries the error */
@@ -1679,9 +1681,9 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 		ruda__session_violation(s, "first request is not Hello");
 	} else if (!known) {
 		/* a newer client's request: answer it, keep the connection */
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
-					   "unknown request type (request %llu)",
-					   (unsigned long long)req->id);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_UNSUPPORTED,
+				   "unknown request type (request %llu)",
+				   (unsigned long long)req->id);
 	} else {
 		log_debug("session %llu: %s %llu", (unsigned long long)s->id, handlers[body].name,
 			  (unsigned long long)req->id);
@@ -1706,9 +1708,9 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame)
 					  RUDA_SESSION_MAX_STREAMS);
 			if (handlers[body].replies ||
 			    (body == RUDA__REQUEST__BODY_EMPTY && req->empty->reply))
-				ruda__session_reply_status(s, req->id, RUDA_ERROR_BUSY,
-							   "at most %u streams per client",
-							   RUDA_SESSION_MAX_STREAMS);
+				ruda__reply_status(s->conn, req->id, RUDA_ERROR_BUSY,
+						   "at most %u streams per client",
+						   RUDA_SESSION_MAX_STREAMS);
 			goto done;
 		}
 		if (s->current->capture &&

@@ -6,27 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "memory/arena.h"
 #include "device/device.h"
 #include "memory/buffer.h"
-#include "requests/collective.h"
 #include "common/config.h"
-#include "requests/dispatch.h"
 #include "exec/graph.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
 #include "common/policy.h"
 #include "ruda.pb-c.h"
-#include "requests/session_arena.h"
-#include "requests/staging.h"
+#include "requests/reply.h"
 #include "exec/throughput_cache.h"
 
-static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
-static void process_frames(struct ruda_session *s);
 static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
@@ -35,54 +29,32 @@ static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_t
 			  struct ruda_handle_table *kernels);
 static void pending_add(struct ruda_session *s);
 
-static void set_poll(struct ruda_session *s, int events)
-{
-	if (events == s->poll_events)
-		return;
-	s->poll_events = events;
-	if (events)
-		uv_poll_start(&s->poll, events, on_poll);
-	else
-		uv_poll_stop(&s->poll);
-}
-
-int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
-			 struct ruda_session **out)
+int ruda__session_create(struct ruda_session_context *ctx, struct ruda_connection *conn,
+			 uint64_t id, pid_t pid, uid_t uid, gid_t gid, struct ruda_session **out)
 {
 	struct ruda_session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->id = id;
 	s->ctx = ctx;
-	s->fd = fd;
+	s->conn = conn;
 	s->state = RUDA_SESSION_HELLO;
 	snprintf(s->name, sizeof(s->name), "?");
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-		s->pid = cred.pid;
-		s->uid = cred.uid;
-		s->gid = cred.gid;
-	}
+	s->pid = pid;
+	s->uid = uid;
+	s->gid = gid;
 	ruda__handle_table_init(&s->buffers);
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
 	ruda__handle_table_init(&s->streams);
 	ruda__handle_table_init(&s->staging);
 	ruda__handle_table_init(&s->graphs);
-	ruda__frame_writer_init(&s->out);
-	int err = ruda__frame_reader_init(&s->in);
-	if (!err)
-		err = ruda__handle_table_insert(&ctx->sessions, id, s);
+	int err = ruda__handle_table_insert(&ctx->sessions, id, s);
 	if (err) {
-		ruda__frame_reader_finish(&s->in);
 		free(s);
 		return err;
 	}
 	s->usage.connected_ms = s->usage.last_request_ms = uv_now(ctx->loop);
-	uv_poll_init(ctx->loop, &s->poll, fd);
-	s->poll.data = s;
-	set_poll(s, UV_READABLE);
 	pending_add(s);
 	*out = s;
 	return 0;
@@ -179,9 +151,9 @@ static void on_hello_timer(uv_timer_t *timer)
 			 s->pid, timeout);
 		/* id 0: libruda takes it as the reason the connection ends */
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, 0, RUDA_ERROR_TIMEOUT,
-					   "rudad closed this connection: no Hello within %u ms of "
-					   "connecting (handshake_timeout_ms)", timeout);
+		ruda__reply_status(s->conn, 0, RUDA_ERROR_TIMEOUT,
+				   "rudad closed this connection: no Hello within %u ms of "
+				   "connecting (handshake_timeout_ms)", timeout);
 		/* whether or not the reason went out, the slot is freed now */
 		ruda__session_kill(s);
 	}
@@ -193,14 +165,9 @@ void ruda__session_kill(struct ruda_session *s)
 	if (s->state == RUDA_SESSION_DEAD)
 		return;
 	s->state = RUDA_SESSION_DEAD;
-	set_poll(s, 0);
+	ruda__connection_stop(s->conn);
 	s->dead_next = s->ctx->dead;
 	s->ctx->dead = s;
-}
-
-static void free_after_close(uv_handle_t *handle)
-{
-	free(handle->data);
 }
 
 static void free_after_close_timer(uv_handle_t *handle)
@@ -208,7 +175,7 @@ static void free_after_close_timer(uv_handle_t *handle)
 	free(handle);
 }
 
-void ruda__session_destroy(struct ruda_session *s)
+void ruda__session_detach(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
 	log_info("session %llu (uid %u, pid %d, \"%s\"): closed, %llu buffers, %llu bytes released",
@@ -227,7 +194,11 @@ void ruda__session_destroy(struct ruda_session *s)
 	if (s->throttled)
 		unthrottle(s);
 	exclusive_forget(s);
-	ruda__collective_session_gone(s);
+}
+
+void ruda__session_release(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
 	struct ruda_session_profile *prof;
 	while ((prof = ruda__handle_table_pop(&s->profiles, NULL)))
 		if (prof->refused)
@@ -247,7 +218,7 @@ void ruda__session_destroy(struct ruda_session *s)
 		ruda__stream_finish(&s->stream);
 	}
 	ruda__handle_table_finish(&s->streams);
-	ruda__graph_release_all(s);
+	ruda__graph_release_all(&s->graphs);
 	ruda__handle_table_finish(&s->graphs);
 	free(s->pending_writes);
 	/* the uid's quota is free at once; the buffers themselves go in
@@ -255,15 +226,10 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__session_uncharge(s, s->bytes, s->requested);
 	s->own_pages = 0;
 	remains_defer(ctx, &s->buffers, &s->kernels);
-	ruda__staging_release_all(s);
 	if (s->arena) {
 		ruda__arena_forget_waiter(s->arena); /* an import may still be running */
 		ruda_ref_put(&s->arena->ref);
 	}
-	ruda__frame_reader_finish(&s->in);
-	ruda__frame_writer_finish(&s->out);
-	close(s->fd);
-	uv_close((uv_handle_t *)&s->poll, free_after_close);
 }
 
 /* ---- closed sessions' buffers and kernels ---------------------------------- */
@@ -363,13 +329,8 @@ static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_t
 	uv_idle_start(ctx->remains_idle, on_remains_idle);
 }
 
-void ruda__session_context_tick(struct ruda_session_context *ctx)
+void ruda__session_submit_dirty(struct ruda_session_context *ctx)
 {
-	while (ctx->dead) {
-		struct ruda_session *s = ctx->dead;
-		ctx->dead = s->dead_next;
-		ruda__session_destroy(s);
-	}
 	ruda__stream_submit_dirty(&ctx->dirty);
 }
 
@@ -409,8 +370,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)
 			continue;
-		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
-		process_frames(s); /* those already received come first */
+		ruda__connection_resume(s->conn);
 	}
 	for (struct ruda_session *s = ctx->throttled; s; s = s->throttled_next)
 		if (s->held) {
@@ -797,7 +757,7 @@ static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t t
 		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
 	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
 		 (unsigned long long)s->id, s->uid, s->pid, timeout_ms);
-	ruda__session_reply_status(s, request, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, request, RUDA_OK, NULL);
 }
 
 /* Remember when the uid of the lease ending now may have its next one. */
@@ -885,7 +845,7 @@ int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint
 	if (ctx->exclusive == s->id) {
 		/* held already: granted again, but it ends when it would have
 		 * (asking again does not make a lease longer) */
-		ruda__session_reply_status(s, request, RUDA_OK, NULL);
+		ruda__reply_status(s->conn, request, RUDA_OK, NULL);
 		return 1;
 	}
 	if (!ctx->exclusive && !ctx->exclusive_waiting && !exclusive_not_before(ctx, s)) {
@@ -894,7 +854,7 @@ int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint
 	}
 	struct ruda_exclusive_wait *w = malloc(sizeof(*w)), **tail = &ctx->exclusive_waiting;
 	if (!w) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return 0;
 	}
 	*w = (struct ruda_exclusive_wait){.session = s->id, .request = request,
@@ -950,8 +910,6 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 		uv_close((uv_handle_t *)ctx->remains_idle, free_after_close_timer);
 		ctx->remains_idle = NULL;
 	}
-	ruda__collective_finish(ctx);
-	ruda__session_arenas_finish(ctx);
 	free(ctx->scratch);
 	ctx->scratch = NULL;
 	for (uint32_t i = 0; ctx->throughput_caches && i < ctx->ndevices; i++)
@@ -1002,94 +960,6 @@ void ruda__session_violation(struct ruda_session *s, const char *fmt, ...)
 	ruda__session_kill(s);
 }
 
-void ruda__session_flush(struct ruda_session *s)
-{
-	if (s->state == RUDA_SESSION_DEAD)
-		return;
-	int err = ruda__frame_writer_flush(&s->out, s->fd, MSG_DONTWAIT);
-	if (err == 0) {
-		if (s->state == RUDA_SESSION_CLOSING) {
-			ruda__session_kill(s);
-			return;
-		}
-		set_poll(s, s->throttled ? UV_DISCONNECT : UV_READABLE);
-	} else if (err == -EAGAIN) {
-		if (ruda__frame_writer_pending(&s->out) > s->ctx->max_output) {
-			log_warn("session %llu (uid %u, pid %d): %zu reply bytes unread; disconnecting",
-				 (unsigned long long)s->id, s->uid, s->pid,
-				 ruda__frame_writer_pending(&s->out));
-			ruda__session_kill(s);
-			return;
-		}
-		/* stop reading a client that does not read: it is the backpressure */
-		set_poll(s, UV_WRITABLE);
-	} else {
-		log_debug("session %llu: send failed: %s", (unsigned long long)s->id, strerror(-err));
-		ruda__session_kill(s);
-	}
-}
-
-void ruda__session_reply(struct ruda_session *s, Ruda__Reply *reply)
-{
-	if (s->state == RUDA_SESSION_DEAD)
-		return;
-	size_t size = ruda__reply__get_packed_size(reply);
-	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda__frame_writer_reserve(&s->out, (uint32_t)size)
-			       : NULL;
-	if (!dst) {
-		log_error("session %llu: cannot queue a %zu-byte reply", (unsigned long long)s->id,
-			  size);
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__reply__pack(reply, dst);
-	ruda__frame_writer_commit(&s->out, (uint32_t)size);
-	ruda__session_flush(s);
-}
-
-void ruda__session_reply_fds(struct ruda_session *s, Ruda__Reply *reply, int *fds, uint16_t nfds)
-{
-	uint8_t buf[RUDA_FRAME_MAX_PAYLOAD];
-	size_t size = ruda__reply__get_packed_size(reply);
-	if (s->state == RUDA_SESSION_DEAD || size > sizeof(buf)) {
-		for (uint16_t i = 0; i < nfds; i++)
-			close(fds[i]);
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__reply__pack(reply, buf);
-	if (ruda__frame_writer_append(&s->out, buf, (uint32_t)size, fds, nfds) < 0) {
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__session_flush(s);
-}
-
-void ruda__session_reply_fd(struct ruda_session *s, Ruda__Reply *reply, int fd)
-{
-	ruda__session_reply_fds(s, reply, &fd, 1);
-}
-
-void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_status status,
-				const char *fmt, ...)
-{
-	char message[512] = "";
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(message, sizeof(message), fmt, ap);
-		va_end(ap);
-	}
-	Ruda__Reply reply = RUDA__REPLY__INIT;
-	reply.id = request;
-	reply.status = (Ruda__Status)status;
-	reply.message = message;
-	ruda__session_reply(s, &reply);
-}
-
-/* Run the complete frames buffered, until the stream has as much GPU work
- * in flight as one client may have. */
 static void any_saturated(struct ruda_stream *st, void *data)
 {
 	*(int *)data |= ruda__stream_saturated(st);
@@ -1197,86 +1067,39 @@ static void throttle(struct ruda_session *s)
 	if (s->held)
 		arm_priority_timer(s->ctx);
 	/* still notice a client that goes away */
-	set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
+	ruda__connection_pause(s->conn);
 }
 
-static void process_frames(struct ruda_session *s)
+int ruda__session_takes_frame(struct ruda_session *s)
 {
-	struct ruda_frame frame;
-	int r;
-	if (locked_out(s) && !s->throttled) {
+	if (locked_out(s)) {
+		if (!s->throttled)
+			throttle(s);
+		return 0;
+	}
+	if (s->state == RUDA_SESSION_DEAD || s->state == RUDA_SESSION_CLOSING || s->throttled)
+		return 0;
+	/* held back since the last frame (a higher priority woke up): the next
+	 * frame waits too */
+	if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
 		throttle(s);
-		return;
+		return 0;
 	}
-	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
-	       !s->throttled) {
-		/* held back since the last frame (a higher priority woke up):
-		 * the next frame waits too */
-		if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
-			throttle(s);
-			break;
-		}
-		if ((r = ruda__frame_reader_next(&s->in, &frame)) == 0)
-			break;
-		if (r < 0) {
-			ruda__session_violation(s, "malformed frame header");
-			return;
-		}
-		ruda__dispatch_frame(s, &frame);
-		if (s->parked) {
-			/* its arena is being imported: the same frame again, once it is */
-			s->parked = 0;
-			s->usage.requests--;
-			ruda__frame_reader_unread(&s->in, &frame);
-			throttle(s);
-			break;
-		}
-		/* backpressure: take no more requests until the GPU catches up
-		 * (or the session holding the device alone is done) */
-		if (s->state == RUDA_SESSION_READY &&
-		    (saturated(s) || locked_out(s)))
-			throttle(s);
-	}
+	return 1;
 }
 
-static void session_read(struct ruda_session *s)
+int ruda__session_frame_done(struct ruda_session *s)
 {
-	ssize_t n = ruda__frame_reader_recv(&s->in, s->fd, MSG_DONTWAIT);
-	if (n == -EAGAIN)
-		return;
-	if (n == 0 || (n < 0 && n != -EPROTO)) {
-		if (ruda__frame_reader_pending(&s->in))
-			log_warn("session %llu (uid %u, pid %d): connection ended inside a frame",
-				 (unsigned long long)s->id, s->uid, s->pid);
-		ruda__session_kill(s);
-		return;
+	if (s->parked) {
+		/* its arena is being imported: the same frame again, once it is */
+		s->parked = 0;
+		s->usage.requests--;
+		throttle(s);
+		return 1;
 	}
-	if (n == -EPROTO) {
-		ruda__session_violation(s, "too many file descriptors or truncated control data");
-		return;
-	}
-	process_frames(s);
-	/* fds come with their frame's first bytes: any left over once every
-	 * byte is a whole frame were claimed by none */
-	if (s->state == RUDA_SESSION_READY && !s->throttled && s->in.nfds &&
-	    !ruda__frame_reader_pending(&s->in))
-		ruda__session_violation(s, "file descriptors that no frame claims");
-}
-
-static void on_poll(uv_poll_t *poll, int status, int events)
-{
-	struct ruda_session *s = poll->data;
-	if (status < 0) {
-		ruda__session_kill(s);
-		return;
-	}
-	if (events & UV_DISCONNECT) {
-		ruda__session_kill(s);
-		return;
-	}
-	if (events & UV_WRITABLE)
-		ruda__session_flush(s);
-	if ((events & UV_READABLE) && s->state != RUDA_SESSION_DEAD &&
-	    s->state != RUDA_SESSION_CLOSING)
-		session_read(s);
+	/* backpressure: take no more requests until the GPU catches up (or the
+	 * session holding the device alone is done) */
+	if (s->state == RUDA_SESSION_READY && (saturated(s) || locked_out(s)))
+		throttle(s);
+	return 0;
 }

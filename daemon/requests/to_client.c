@@ -9,6 +9,7 @@
 #include "device/device.h"
 #include "memory/host_staging.h"
 #include "common/log.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
 
@@ -38,7 +39,7 @@ static void reply(struct to_client_waiter *w, ruda_status status, const char *wh
 {
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s && s->state == RUDA_SESSION_READY)
-		ruda__session_reply_status(s, w->request, status, "to_client: %s", why);
+		ruda__reply_status(s->conn, w->request, status, "to_client: %s", why);
 }
 
 static void waiter_free(struct to_client_waiter *w)
@@ -308,31 +309,31 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	char why[256];
 	struct ruda_session_buffer *src = ruda__handle_table_get(&s->buffers, t->handle);
 	if (!src || !src->buffer || src->error != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, src ? src->error : RUDA_ERROR_INVALID_HANDLE,
-					   "to_client: buffer %llu: %s", (unsigned long long)t->handle,
-					   !src ? "no such buffer in this session"
+		ruda__reply_status(s->conn, req->id, src ? src->error : RUDA_ERROR_INVALID_HANDLE,
+				   "to_client: buffer %llu: %s", (unsigned long long)t->handle,
+				   !src ? "no such buffer in this session"
 						: src->error_message ? src->error_message : "failed");
 		return;
 	}
 	struct ruda_session *target = ruda__handle_table_get(&ctx->sessions, t->target_session);
 	if (!target || target->state != RUDA_SESSION_READY) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "to_client: no session %llu",
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "to_client: no session %llu",
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	/* one process moves data between its own clients, nobody else's */
 	if (target->uid != s->uid || target->pid != s->pid) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
-					   "to_client: session %llu belongs to another process",
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_PERMISSION,
+				   "to_client: session %llu belongs to another process",
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	if (ruda__handle_table_get(&target->buffers, t->target_handle)) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
-					   "to_client: buffer id %llu is in use in session %llu",
-					   (unsigned long long)t->target_handle,
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_HANDLE,
+				   "to_client: buffer id %llu is in use in session %llu",
+				   (unsigned long long)t->target_handle,
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	VkBufferCopy *regions = NULL;
@@ -340,13 +341,13 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st;
 	uint32_t n = plan(t, src->buffer->size, &regions, &packed, &st, why, sizeof(why));
 	if (!n) {
-		ruda__session_reply_status(s, req->id, st, "to_client: %s", why);
+		ruda__reply_status(s->conn, req->id, st, "to_client: %s", why);
 		return;
 	}
 	struct to_client_waiter *w = calloc(1, sizeof(*w));
 	if (!w) {
 		free(regions);
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	*w = (struct to_client_waiter){
@@ -397,8 +398,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 			w->pending = 2;
 	}
 	if (st != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, st, "to_client: %llu bytes: %s",
-					   (unsigned long long)packed, ruda_strerror(st));
+		ruda__reply_status(s->conn, req->id, st, "to_client: %llu bytes: %s",
+				   (unsigned long long)packed, ruda_strerror(st));
 		waiter_free(w);
 		return;
 	}

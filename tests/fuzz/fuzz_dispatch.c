@@ -40,6 +40,7 @@
 #include "exec/pipeline.h"
 #include "ruda.pb-c.h"
 #include "requests/session.h"
+#include "server/connection.h"
 
 #ifndef RUDA_BUILD_DIR
 #define RUDA_BUILD_DIR "build"
@@ -212,7 +213,7 @@ __attribute__((unused)) static void fd_teardown(void)
 {
 	if (!fd_state.ready)
 		return;
-	ruda__session_context_tick(&fd_state.ctx);
+	ruda__connection_tick(&fd_state.ctx);
 	/* the pool may be making or importing an arena in the thread pool */
 	for (int i = 0; i < 200000 && (ruda__arena_pool_busy(&fd_state.pool) ||
 				       fd_state.registry.compiling); i++) {
@@ -220,7 +221,7 @@ __attribute__((unused)) static void fd_teardown(void)
 		uv_run(&fd_state.loop, UV_RUN_NOWAIT);
 	}
 	ruda__handle_table_finish(&fd_state.ctx.sessions);
-	ruda__session_context_finish(&fd_state.ctx);
+	ruda__connection_context_finish(&fd_state.ctx);
 	ruda__arena_pool_finish(&fd_state.pool);
 	ruda__pipeline_registry_finish(&fd_state.registry);
 	fd_state.devices[0]->on_progress = NULL;
@@ -236,7 +237,7 @@ __attribute__((unused)) static void fd_teardown(void)
  * loop has ready (completions, compilations, writable sockets). */
 static void fd_turn(int client)
 {
-	ruda__session_context_tick(&fd_state.ctx);
+	ruda__connection_tick(&fd_state.ctx);
 	uv_run(&fd_state.loop, UV_RUN_NOWAIT);
 	fd_drain_replies(client);
 }
@@ -305,7 +306,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FD_CHECK(ruda__frame_reader_init(&fd_replies) == 0);
 	struct ruda_session *s;
 	uint64_t id = ++fd_state.next_id;
-	FD_CHECK(ruda__session_create(&fd_state.ctx, sv[0], id, &s) == 0);
+	FD_CHECK(ruda__connection_create(&fd_state.ctx, sv[0], id, &s) == 0);
 	fd_hello(s);
 	if (fd_as_admin)
 		s->uid = 0;
