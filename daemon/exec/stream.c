@@ -7,7 +7,6 @@
 #include "memory/arena.h"
 #include "memory/buffer.h"
 #include "device/device.h"
-#include "exec/graph.h"
 #include "exec/indirect.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
@@ -62,9 +61,6 @@ void ruda__stream_finish(struct ruda_stream *s)
 		b = next;
 	}
 	undirty(s);
-	if (s->capture)
-		ruda__graph_put(s->capture);
-	s->capture = NULL;
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;

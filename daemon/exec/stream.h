@@ -70,7 +70,10 @@ struct ruda_stream {
 	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
 	void *submitted_data;
 
-	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
+	/* the graph its launches go to, if capturing: owned by whoever set it
+	 * (requests/graphs.c), who releases it before ruda__stream_finish; the
+	 * stream only carries it (graphs record into streams, not the reverse) */
+	struct ruda_graph *capture;
 	struct ruda_bind_cache bound; /* in `recording` */
 
 	/* New buffers whose zero fill is recorded before the stream's next

@@ -18,6 +18,7 @@
 #include "exec/throughput_cache.h"
 #include "requests/to_client.h"
 #include "exec/graph.h"
+#include "requests/handlers.h"
 #include "exec/indirect.h"
 #include "common/launch_decode.h"
 #include "common/log.h"

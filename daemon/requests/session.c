@@ -196,6 +196,15 @@ void ruda__session_detach(struct ruda_session *s)
 	exclusive_forget(s);
 }
 
+/* A stream of the session ends, and the graph it was capturing with it. */
+static void stream_finish(struct ruda_stream *st)
+{
+	if (st->capture)
+		ruda__graph_put(st->capture);
+	st->capture = NULL;
+	ruda__stream_finish(st);
+}
+
 void ruda__session_release(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
@@ -212,10 +221,10 @@ void ruda__session_release(struct ruda_session *s)
 	if (s->arena) {
 		struct ruda_stream *st;
 		while ((st = ruda__handle_table_pop(&s->streams, NULL))) {
-			ruda__stream_finish(st);
+			stream_finish(st);
 			free(st);
 		}
-		ruda__stream_finish(&s->stream);
+		stream_finish(&s->stream);
 	}
 	ruda__handle_table_finish(&s->streams);
 	ruda__graph_release_all(&s->graphs);
