@@ -131,3 +131,39 @@ void ruda__graph_handle_release(struct ruda_session *s, const Ruda__Request *req
 	}
 	ruda__graph_put(g); /* replays in flight hold their own reference */
 }
+
+/*
+ * While a stream captures a graph only launches (and requests that record
+ * nothing on it) make sense there: what would wait for the stream or move
+ * bytes through the arena is refused. Returns 1 when `req` was refused.
+ */
+int ruda__graph_refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
+				   size_t body, const char *name)
+{
+	struct ruda_graph *g = s->current->capture;
+	char why[160];
+	snprintf(why, sizeof(why), "%s (request %llu): stream %u is capturing a graph", name,
+		 (unsigned long long)req->id, s->current->id);
+	switch (body) {
+	case RUDA__REQUEST__BODY_READ:
+	case RUDA__REQUEST__BODY_SYNC:
+	case RUDA__REQUEST__BODY_SYNC_BUFFERS:
+	case RUDA__REQUEST__BODY_PROFILE_END:
+	case RUDA__REQUEST__BODY_GRAPH_PREPARE:
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "%s; end the capture first", why);
+		return 1;
+	case RUDA__REQUEST__BODY_WRITE:
+		/* the bytes never reach the buffer: it carries the error */
+		ruda__request_mark_failed(s, req->write->handle, RUDA_ERROR_INVALID_ARGUMENT, why);
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; writes are not captured", why);
+		ruda__session_arena_used(s, req->id);
+		return 1;
+	case RUDA__REQUEST__BODY_PROFILE_START:
+		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; profiling is not captured",
+				 why);
+		return 1;
+	default:
+		return 0;
+	}
+}
