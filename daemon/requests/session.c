@@ -21,12 +21,9 @@
 #include "exec/throughput_cache.h"
 
 static void unthrottle(struct ruda_session *s);
-static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
-static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
-			  struct ruda_handle_table *kernels);
 static void pending_add(struct ruda_session *s);
 
 int ruda__session_create(struct ruda_session_context *ctx, struct ruda_connection *conn,
@@ -170,7 +167,7 @@ void ruda__session_kill(struct ruda_session *s)
 	s->ctx->dead = s;
 }
 
-static void free_after_close_timer(uv_handle_t *handle)
+void ruda__session_free_closed(uv_handle_t *handle)
 {
 	free(handle);
 }
@@ -193,7 +190,7 @@ void ruda__session_detach(struct ruda_session *s)
 	ruda__session_hello_done(s);
 	if (s->throttled)
 		unthrottle(s);
-	exclusive_forget(s);
+	ruda__session_exclusive_forget(s);
 }
 
 /* A stream of the session ends, and the graph it was capturing with it. */
@@ -234,108 +231,11 @@ void ruda__session_release(struct ruda_session *s)
 	 * batches (remains_defer), as a session may hold a million */
 	ruda__session_uncharge(s, s->bytes, s->requested);
 	s->own_pages = 0;
-	remains_defer(ctx, &s->buffers, &s->kernels);
+	ruda__session_remains_defer(ctx, &s->buffers, &s->kernels);
 	if (s->arena) {
 		ruda__arena_forget_waiter(s->arena); /* an import may still be running */
 		ruda_ref_put(&s->arena->ref);
 	}
-}
-
-/* ---- closed sessions' buffers and kernels ---------------------------------- */
-
-struct ruda_session_remains {
-	struct ruda_session_remains *next;
-	struct ruda_handle_table buffers, kernels; /* taken from the session */
-	size_t at; /* the next slot: of buffers, then (past their cap) of kernels */
-};
-
-static void remains_free_all(struct ruda_session_remains *r)
-{
-	ruda__handle_table_finish(&r->buffers);
-	ruda__handle_table_finish(&r->kernels);
-	free(r);
-}
-
-/* Release one slot's value; the tables are walked, not popped: no entry
- * moves, and the whole walk is O(slots). */
-static void remains_release_slot(struct ruda_session_remains *r, size_t slot)
-{
-	if (slot < r->buffers.cap) {
-		struct ruda_session_buffer *b = r->buffers.slots[slot].value;
-		if (!b)
-			return;
-		if (b->buffer)
-			ruda__buffer_put(b->buffer);
-		free(b->error_message);
-		free(b);
-		return;
-	}
-	struct ruda_session_kernel *k = r->kernels.slots[slot - r->buffers.cap].value;
-	if (k) {
-		ruda__pipeline_put(k->pipeline);
-		free(k);
-	}
-}
-
-int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max)
-{
-	size_t done = 0;
-	while (ctx->remains && done < max) {
-		struct ruda_session_remains *r = ctx->remains;
-		size_t end = r->buffers.cap + r->kernels.cap;
-		/* empty slots cost little, but count them too: the batch bounds
-		 * the time, not only the releases */
-		while (r->at < end && done < max) {
-			remains_release_slot(r, r->at++);
-			done++;
-		}
-		if (r->at < end)
-			break;
-		ctx->remains = r->next;
-		remains_free_all(r);
-	}
-	if (!ctx->remains && ctx->remains_idle)
-		uv_idle_stop(ctx->remains_idle);
-	return ctx->remains != NULL;
-}
-
-static void on_remains_idle(uv_idle_t *idle)
-{
-	ruda__session_remains_release(idle->data, RUDA_SESSION_TEARDOWN_BATCH);
-}
-
-/* Take the session's buffers and kernels to release them later; a few are
- * released at once (most sessions have a few). */
-static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
-			  struct ruda_handle_table *kernels)
-{
-	struct ruda_session_remains *r = NULL;
-	if (buffers->count + kernels->count > 64 && ctx->loop)
-		r = calloc(1, sizeof(*r));
-	if (r && !ctx->remains_idle && (ctx->remains_idle = malloc(sizeof(uv_idle_t)))) {
-		uv_idle_init(ctx->loop, ctx->remains_idle);
-		ctx->remains_idle->data = ctx;
-	}
-	if (!r || !ctx->remains_idle) {
-		/* now, all of it (out of memory: the same, only slower) */
-		struct ruda_session_remains now = {.buffers = *buffers, .kernels = *kernels};
-		for (size_t i = 0; i < now.buffers.cap + now.kernels.cap; i++)
-			remains_release_slot(&now, i);
-		ruda__handle_table_finish(buffers);
-		ruda__handle_table_finish(kernels);
-		free(r);
-		return;
-	}
-	r->buffers = *buffers;
-	r->kernels = *kernels;
-	ruda__handle_table_init(buffers);
-	ruda__handle_table_init(kernels);
-	/* at the tail: an earlier session's remains go first */
-	struct ruda_session_remains **tail = &ctx->remains;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = r;
-	uv_idle_start(ctx->remains_idle, on_remains_idle);
 }
 
 void ruda__session_submit_dirty(struct ruda_session_context *ctx)
@@ -558,99 +458,6 @@ struct ruda_stream *ruda__session_stream(struct ruda_session *s, uint32_t id)
 	return st;
 }
 
-/* ---- memory accounting ------------------------------------------------- */
-
-/* The bytes every session of `uid` holds in `table` (uid -> uint64_t). */
-static uint64_t uid_held(const struct ruda_handle_table *table, uid_t uid)
-{
-	uint64_t *bytes = ruda__handle_table_get(table, uid);
-	return bytes ? *bytes : 0;
-}
-
-/* Add `bytes` to the uid's count in `table` unless that or the session's
- * own count `*held` would pass its limit (0: none). */
-static ruda_status charge(struct ruda_handle_table *table, uid_t uid, uint64_t *held,
-			  uint64_t limit, uint64_t uid_limit, uint64_t bytes)
-{
-	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
-	uint64_t uid_total = uid_bytes ? *uid_bytes : 0;
-	if ((limit && (bytes > limit || *held > limit - bytes)) ||
-	    (uid_limit && (bytes > uid_limit || uid_total > uid_limit - bytes)))
-		return RUDA_ERROR_QUOTA;
-	if (!uid_bytes) {
-		uid_bytes = calloc(1, sizeof(*uid_bytes));
-		if (!uid_bytes || ruda__handle_table_insert(table, uid, uid_bytes) < 0) {
-			free(uid_bytes);
-			return RUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
-	*uid_bytes += bytes;
-	*held += bytes;
-	return RUDA_OK;
-}
-
-static void uncharge(struct ruda_handle_table *table, uid_t uid, uint64_t *held, uint64_t bytes)
-{
-	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
-	if (uid_bytes) {
-		*uid_bytes -= bytes;
-		if (*uid_bytes == 0)
-			free(ruda__handle_table_remove(table, uid));
-	}
-	*held -= bytes;
-}
-
-uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid)
-{
-	return uid_held(&ctx->uid_bytes, uid);
-}
-
-ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
-{
-	ruda_status st = charge(&s->ctx->uid_bytes, s->uid, &s->bytes, s->quota, s->uid_quota,
-				allocated);
-	if (st == RUDA_OK)
-		s->requested += requested;
-	return st;
-}
-
-void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
-{
-	uncharge(&s->ctx->uid_bytes, s->uid, &s->bytes, allocated);
-	s->requested -= requested;
-}
-
-ruda_status ruda__session_charge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
-{
-	ruda_status st = ruda__session_charge(s, b->allocated, b->size);
-	if (st == RUDA_OK && ruda__memory_dedicated(&b->memory))
-		s->own_pages++;
-	return st;
-}
-
-void ruda__session_uncharge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
-{
-	ruda__session_uncharge(s, b->allocated, b->size);
-	if (ruda__memory_dedicated(&b->memory))
-		s->own_pages--;
-}
-
-uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid)
-{
-	return uid_held(&ctx->uid_staging, uid);
-}
-
-ruda_status ruda__session_charge_staging(struct ruda_session *s, uint64_t bytes)
-{
-	return charge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, s->staging_quota,
-		      s->staging_uid_quota, bytes);
-}
-
-void ruda__session_uncharge_staging(struct ruda_session *s, uint64_t bytes)
-{
-	uncharge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, bytes);
-}
-
 static void submit_one(struct ruda_stream *st, void *data)
 {
 	(void)data;
@@ -699,225 +506,14 @@ void ruda__session_profile_free(struct ruda_session *s, struct ruda_session_prof
 	free(p);
 }
 
-/* ---- exclusive access ---------------------------------------------------- */
-
-/*
- * A lease stops every other session, so leases are rationed: after a lease
- * of d ms, the holder's uid waits d * (100 - exclusive_share) / exclusive_share
- * ms before its next one is granted (administrators do not wait), and no
- * lease lasts past max_exclusive_ms. A client that took leases back to
- * back got the device nearly alone (others got 54 results in 38 s instead
- * of ~7000); now the others get at least 100 - exclusive_share percent of
- * the time.
- */
-
-static void exclusive_release(struct ruda_session_context *ctx);
-static void exclusive_next(struct ruda_session_context *ctx);
-
-uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx)
-{
-	if (ctx->policy)
-		return ctx->policy->config->max_exclusive_ms;
-	return ctx->max_exclusive_ms ? ctx->max_exclusive_ms : 10000;
-}
-
-/* The uv_now() before which a lease for `s` is not granted (0: none). */
-static uint64_t exclusive_not_before(struct ruda_session_context *ctx, const struct ruda_session *s)
-{
-	uint64_t *until = ruda__handle_table_get(&ctx->uid_exclusive, s->uid);
-	if (!until)
-		return 0;
-	if (*until <= uv_now(ctx->loop)) {
-		free(ruda__handle_table_remove(&ctx->uid_exclusive, s->uid));
-		return 0;
-	}
-	return s->admin ? 0 : *until;
-}
-
-static void on_exclusive_timeout(uv_timer_t *timer)
-{
-	struct ruda_session_context *ctx = timer->data;
-	struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, ctx->exclusive);
-	log_warn("session %llu: exclusive lease expired after %u ms",
-		 (unsigned long long)ctx->exclusive, ctx->exclusive_timeout_ms);
-	/* its ExclusiveEnd is told, rather than looking like a misuse */
-	if (s)
-		s->lease_expired_ms = ctx->exclusive_timeout_ms ? ctx->exclusive_timeout_ms : 1;
-	exclusive_release(ctx);
-}
-
-static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	uint32_t limit = ruda__session_exclusive_limit_ms(ctx);
-	if (!timeout_ms || timeout_ms > limit)
-		timeout_ms = limit;
-	if (!ctx->exclusive_timer && (ctx->exclusive_timer = malloc(sizeof(uv_timer_t)))) {
-		uv_timer_init(ctx->loop, ctx->exclusive_timer);
-		ctx->exclusive_timer->data = ctx;
-	}
-	ctx->exclusive = s->id;
-	ctx->exclusive_uid = s->uid;
-	ctx->exclusive_admin = s->admin;
-	ctx->exclusive_since_ms = uv_now(ctx->loop);
-	ctx->exclusive_timeout_ms = timeout_ms;
-	s->lease_expired_ms = 0; /* a new lease: the old one's expiry is moot */
-	if (ctx->exclusive_timer)
-		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
-	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
-		 (unsigned long long)s->id, s->uid, s->pid, timeout_ms);
-	ruda__reply_status(s->conn, request, RUDA_OK, NULL);
-}
-
-/* Remember when the uid of the lease ending now may have its next one. */
-static void exclusive_cool_down(struct ruda_session_context *ctx)
-{
-	uint32_t share = ctx->policy ? ctx->policy->config->exclusive_share : 100;
-	if (ctx->exclusive_admin || !share || share >= 100)
-		return;
-	uint64_t now = uv_now(ctx->loop), held = now - ctx->exclusive_since_ms;
-	uint64_t until = now + held * (100 - share) / share;
-	uint64_t *entry = ruda__handle_table_get(&ctx->uid_exclusive, ctx->exclusive_uid);
-	if (!entry) {
-		entry = malloc(sizeof(*entry));
-		if (!entry || ruda__handle_table_insert(&ctx->uid_exclusive, ctx->exclusive_uid,
-							entry) < 0) {
-			free(entry); /* out of memory: this one lease is not counted */
-			return;
-		}
-		*entry = 0;
-	}
-	if (until > *entry)
-		*entry = until;
-}
-
-static void on_exclusive_cooled(uv_timer_t *timer)
-{
-	struct ruda_session_context *ctx = timer->data;
-	if (!ctx->exclusive)
-		exclusive_next(ctx);
-}
-
-/* Grant the lease to the first live waiter whose uid may have one now;
- * the others keep their place. When only waiters that must wait are left,
- * a timer comes back for the first of them. */
-static void exclusive_next(struct ruda_session_context *ctx)
-{
-	uint64_t soonest = 0;
-	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
-	while (*link && !ctx->exclusive) {
-		struct ruda_exclusive_wait *w = *link;
-		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, w->session);
-		if (!s || s->state != RUDA_SESSION_READY) {
-			*link = w->next;
-			free(w);
-			continue;
-		}
-		uint64_t not_before = exclusive_not_before(ctx, s);
-		if (not_before) {
-			if (!soonest || not_before < soonest)
-				soonest = not_before;
-			link = &w->next;
-			continue;
-		}
-		*link = w->next;
-		exclusive_grant(s, w->request, w->timeout_ms);
-		free(w);
-	}
-	if (ctx->exclusive || !soonest)
-		return;
-	if (!ctx->exclusive_cool_timer && (ctx->exclusive_cool_timer = malloc(sizeof(uv_timer_t)))) {
-		uv_timer_init(ctx->loop, ctx->exclusive_cool_timer);
-		ctx->exclusive_cool_timer->data = ctx;
-	}
-	if (ctx->exclusive_cool_timer) {
-		uint64_t now = uv_now(ctx->loop);
-		uv_timer_start(ctx->exclusive_cool_timer, on_exclusive_cooled,
-			       soonest > now ? soonest - now : 0, 0);
-	}
-}
-
-/* The lease ends: the next waiter that may gets it, or everyone goes on. */
-static void exclusive_release(struct ruda_session_context *ctx)
-{
-	exclusive_cool_down(ctx);
-	ctx->exclusive = 0;
-	if (ctx->exclusive_timer)
-		uv_timer_stop(ctx->exclusive_timer);
-	exclusive_next(ctx);
-	ruda__session_context_resume(ctx);
-}
-
-int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	if (ctx->exclusive == s->id) {
-		/* held already: granted again, but it ends when it would have
-		 * (asking again does not make a lease longer) */
-		ruda__reply_status(s->conn, request, RUDA_OK, NULL);
-		return 1;
-	}
-	if (!ctx->exclusive && !ctx->exclusive_waiting && !exclusive_not_before(ctx, s)) {
-		exclusive_grant(s, request, timeout_ms);
-		return 1;
-	}
-	struct ruda_exclusive_wait *w = malloc(sizeof(*w)), **tail = &ctx->exclusive_waiting;
-	if (!w) {
-		ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		return 0;
-	}
-	*w = (struct ruda_exclusive_wait){.session = s->id, .request = request,
-					  .timeout_ms = timeout_ms};
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = w;
-	if (!ctx->exclusive)
-		exclusive_next(ctx); /* a waiter that must wait: its timer */
-	return ctx->exclusive == s->id;
-}
-
-int ruda__session_exclusive_end(struct ruda_session *s)
-{
-	if (s->ctx->exclusive != s->id) {
-		if (!s->lease_expired_ms)
-			return -ENOENT;
-		return -ETIMEDOUT;
-	}
-	exclusive_release(s->ctx);
-	return 0;
-}
-
-/* A session that ends holds no lease and waits for none. */
-static void exclusive_forget(struct ruda_session *s)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
-	while (*link) {
-		if ((*link)->session == s->id) {
-			struct ruda_exclusive_wait *w = *link;
-			*link = w->next;
-			free(w);
-		} else {
-			link = &(*link)->next;
-		}
-	}
-	if (ctx->exclusive == s->id)
-		exclusive_release(ctx);
-}
-
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
-	ruda__session_remains_release(ctx, SIZE_MAX);
+	ruda__session_remains_finish(ctx);
 	ruda__handle_table_finish(&ctx->uid_pending);
 	if (ctx->hello_timer) {
 		uv_timer_stop(ctx->hello_timer);
-		uv_close((uv_handle_t *)ctx->hello_timer, free_after_close_timer);
+		uv_close((uv_handle_t *)ctx->hello_timer, ruda__session_free_closed);
 		ctx->hello_timer = NULL;
-	}
-	if (ctx->remains_idle) {
-		uv_idle_stop(ctx->remains_idle);
-		uv_close((uv_handle_t *)ctx->remains_idle, free_after_close_timer);
-		ctx->remains_idle = NULL;
 	}
 	free(ctx->scratch);
 	ctx->scratch = NULL;
@@ -925,34 +521,11 @@ void ruda__session_context_finish(struct ruda_session_context *ctx)
 		ruda__throughput_cache_free(ctx->throughput_caches[i]);
 	free(ctx->throughput_caches);
 	ctx->throughput_caches = NULL;
-	uint64_t *bytes;
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_bytes);
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_staging, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_staging);
-	while (ctx->exclusive_waiting) {
-		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
-		ctx->exclusive_waiting = w->next;
-		free(w);
-	}
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_exclusive, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_exclusive);
-	if (ctx->exclusive_cool_timer) {
-		uv_timer_stop(ctx->exclusive_cool_timer);
-		uv_close((uv_handle_t *)ctx->exclusive_cool_timer, free_after_close_timer);
-		ctx->exclusive_cool_timer = NULL;
-	}
-	if (ctx->exclusive_timer) {
-		uv_timer_stop(ctx->exclusive_timer);
-		uv_close((uv_handle_t *)ctx->exclusive_timer, free_after_close_timer);
-		ctx->exclusive_timer = NULL;
-	}
+	ruda__session_quota_finish(ctx);
+	ruda__session_exclusive_finish(ctx);
 	if (ctx->priority_timer) {
 		uv_timer_stop(ctx->priority_timer);
-		uv_close((uv_handle_t *)ctx->priority_timer, free_after_close_timer);
+		uv_close((uv_handle_t *)ctx->priority_timer, ruda__session_free_closed);
 		ctx->priority_timer = NULL;
 	}
 }

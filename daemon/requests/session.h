@@ -312,6 +312,22 @@ int ruda__session_takes_frame(struct ruda_session *session);
  * session resumes; 0 otherwise (the session may be throttled). */
 int ruda__session_frame_done(struct ruda_session *session);
 
+/* The session's parts in files of their own, for session.c: */
+/* session_exclusive.c: a session that ends holds no lease and waits for
+ * none; at shutdown, the leases' lists and timers go */
+void ruda__session_exclusive_forget(struct ruda_session *session);
+void ruda__session_exclusive_finish(struct ruda_session_context *ctx);
+/* session_quota.c: the per-uid tables go (shutdown) */
+void ruda__session_quota_finish(struct ruda_session_context *ctx);
+/* session_remains.c: take a closed session's buffers and kernels, to be
+ * released a batch per loop iteration; at shutdown, all of them at once */
+void ruda__session_remains_defer(struct ruda_session_context *ctx,
+				 struct ruda_handle_table *buffers,
+				 struct ruda_handle_table *kernels);
+void ruda__session_remains_finish(struct ruda_session_context *ctx);
+/* uv_close callback of the handles the context owns: frees them */
+void ruda__session_free_closed(uv_handle_t *handle);
+
 /* Drop the client for a protocol violation. */
 void ruda__session_violation(struct ruda_session *session, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -8,7 +8,7 @@
 
 #include <ruda/ruda.h>
 
-#include "requests/collective.h"
+#include "exec/reduce.h"
 
 /* Three arrays of `count` elements, `stride` bytes apart. */
 static uint8_t *slots(size_t stride)
