@@ -141,6 +141,17 @@ void ruda__record_barrier(VkCommandBuffer cmd)
 			     1, &barrier, 0, NULL, 0, NULL);
 }
 
+void ruda__record_transfer_barrier(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+}
+
 /* The command buffer being recorded, begun if there is none. */
 static VkCommandBuffer recording(struct ruda_stream *s)
 {

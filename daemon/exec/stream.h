@@ -168,6 +168,9 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 /* Record into `cmd` the barrier that orders each command of a stream after
  * the ones before it. */
 void ruda__record_barrier(VkCommandBuffer cmd);
+/* The narrower one before a copy that reads what an earlier transfer on
+ * the same queue wrote (exec/copy.c). */
+void ruda__record_transfer_barrier(VkCommandBuffer cmd);
 /* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
  * unless `cache` says they are already, push constants set; dynamic counts
  * clamped first, see indirect.h); the caller keeps what it uses alive. */

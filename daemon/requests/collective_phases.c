@@ -4,12 +4,14 @@
  * slots are reduced into slot 0 in the thread pool, and the result is
  * copied into every participant's dst, each in a submission of its own.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include <ruda/ruda.h>
 
 #include "device/device.h"
+#include "exec/copy.h"
 #include "exec/reduce.h"
 #include "exec/stream.h"
 #include "memory/buffer.h"
@@ -54,24 +56,30 @@ static void write_back(struct collective_op *op)
 		/* a new destination's zeros go first, not over the result */
 		ruda__stream_fill_now(b->buffer);
 		struct op_waiter *w = calloc(1, sizeof(*w));
-		struct ruda_submission *sub = host && w ? ruda__submission_begin(s->device) : NULL;
-		if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
-		    ruda__submission_hold(sub, &b->buffer->ref) < 0) {
-			if (sub)
-				ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
+		struct ruda_copy c = {
+			.src = host,
+			.dst = b->buffer->vk,
+			.region = {.srcOffset = 0, .dstOffset = p->dst_offset, .size = op->size},
+			.hold = {&op->staging->ref, &b->buffer->ref},
+		};
+		uint64_t value = 0;
+		int rc = -ENOMEM;
+		if (w) {
+			w->base.done = written;
+			w->op = op;
+			w->part = i;
+			op->waiters++;
+			rc = ruda__copy_submit(s->device, &c, &w->base, &value);
+		}
+		if (rc == -EAGAIN || rc == -ENOMEM) {
+			if (w)
+				op->waiters--;
 			free(w);
 			ruda__collective_settle(op, i, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
 			continue;
 		}
-		VkBufferCopy region = {.srcOffset = 0, .dstOffset = p->dst_offset, .size = op->size};
-		vkCmdCopyBuffer(sub->cmd, host, b->buffer->vk, 1, &region);
-		w->base.done = written;
-		w->op = op;
-		w->part = i;
-		op->waiters++;
-		ruda__submission_add_waiter(sub, &w->base);
-		if (ruda__submission_submit(sub) == 0 && sub->value > b->buffer->use_value)
-			b->buffer->use_value = sub->value; /* SyncBuffers on it waits for the result */
+		if (rc == 0 && value > b->buffer->use_value)
+			b->buffer->use_value = value; /* SyncBuffers on it waits for the result */
 	}
 }
 
@@ -140,34 +148,33 @@ static void stage_tmp(struct collective_op *op, uint32_t i)
 	struct ruda_device *d = op->ctx->devices[p->device];
 	VkBuffer host = ruda__host_staging_buffer(op->staging, d);
 	struct op_waiter *w = host ? calloc(1, sizeof(*w)) : NULL;
-	struct ruda_submission *sub = w ? ruda__submission_begin(d) : NULL;
-	if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
-	    ruda__submission_hold(sub, &p->tmp->ref) < 0) {
-		if (sub)
-			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		free(w);
+	if (!w) {
 		ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
 		return;
 	}
 	/* the copy into tmp ran in an earlier submission of this queue */
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	struct ruda_buffer *tmp = p->tmp;
+	struct ruda_copy c = {
+		.src = tmp->vk,
+		.dst = host,
+		.region = {.srcOffset = 0, .dstOffset = (uint64_t)i * op->size, .size = op->size},
+		.hold = {&op->staging->ref, &tmp->ref},
+		.after_transfer = 1,
 	};
-	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-			     0, 1, &barrier, 0, NULL, 0, NULL);
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = (uint64_t)i * op->size,
-			       .size = op->size};
-	vkCmdCopyBuffer(sub->cmd, p->tmp->vk, host, 1, &region);
-	ruda__buffer_put(p->tmp); /* the submission holds it now */
-	p->tmp = NULL;
 	w->base.done = ruda__collective_copied;
 	w->op = op;
 	w->part = i;
 	op->waiters++;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub);
+	p->tmp = NULL; /* the submission holds it (its waiter may free `op`) */
+	int rc = ruda__copy_submit(d, &c, &w->base, NULL);
+	if (rc == -EAGAIN || rc == -ENOMEM) {
+		p->tmp = tmp;
+		op->waiters--;
+		free(w);
+		ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+		return;
+	}
+	ruda__buffer_put(tmp);
 }
 
 void ruda__collective_tmp_copied(struct ruda_waiter *base, int status)

@@ -7,6 +7,7 @@
 
 #include "memory/buffer.h"
 #include "device/device.h"
+#include "exec/copy.h"
 #include "memory/host_staging.h"
 #include "common/log.h"
 #include "requests/reply.h"
@@ -116,32 +117,25 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		return;
 	}
 	struct ruda_device *d = w->dst->device;
-	VkBuffer host = ruda__host_staging_buffer(w->staging, d);
-	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
-	if (!sub) {
-		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "cannot record the copy into the target device");
-		waiter_free(w);
-		return;
-	}
-	if (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
-	    ruda__submission_hold(sub, &w->dst->ref) < 0) {
-		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		waiter_free(w);
-		return;
-	}
-	if (has_tail(w->size)) {
+	struct ruda_copy c = {
+		.src = ruda__host_staging_buffer(w->staging, d),
+		.dst = w->dst->vk,
+		.region = {.srcOffset = 0, .dstOffset = 0, .size = w->size},
+		.hold = {&w->staging->ref, &w->dst->ref},
 		/* the word the copy does not reach may hold another client's
 		 * bytes: zero it first */
-		vkCmdFillBuffer(sub->cmd, w->dst->vk, w->size & ~(uint64_t)3, VK_WHOLE_SIZE, 0);
-		ruda__record_barrier(sub->cmd);
-	}
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
-	if (w->size)
-		vkCmdCopyBuffer(sub->cmd, host, w->dst->vk, 1, &region);
+		.zero = has_tail(w->size),
+		.zero_from = w->size & ~(uint64_t)3,
+	};
 	w->base.done = into_target_done;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub); /* on failure the waiter hears it */
+	/* on a failed submission the waiter hears it */
+	int rc = ruda__copy_submit(d, &c, &w->base, NULL);
+	if (rc == -EAGAIN || rc == -ENOMEM) {
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY,
+		      rc == -EAGAIN ? "cannot record the copy into the target device"
+				    : "out of memory");
+		waiter_free(w);
+	}
 }
 
 /* The bytes are in tmp and the staging is made: tmp -> host memory on the
@@ -154,36 +148,27 @@ static void maybe_stage(struct to_client_waiter *w)
 	if (w->error == RUDA_OK && (!t || t->state != RUDA_SESSION_READY))
 		w->error = RUDA_ERROR_DISCONNECTED;
 	struct ruda_device *d = w->tmp->device;
-	VkBuffer host = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
-					    : VK_NULL_HANDLE;
-	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
-	if (sub && (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
-		    ruda__submission_hold(sub, &w->tmp->ref) < 0)) {
-		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		sub = NULL;
-	}
-	if (!sub) {
+	struct ruda_buffer *tmp = w->tmp;
+	struct ruda_copy c = {
+		.src = tmp->vk,
+		.dst = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
+					   : VK_NULL_HANDLE,
+		.region = {.srcOffset = 0, .dstOffset = 0, .size = w->size},
+		.hold = {w->staging ? &w->staging->ref : NULL, &tmp->ref},
+		.after_transfer = 1, /* the copy into tmp */
+	};
+	w->base.done = out_of_source_done;
+	w->tmp = NULL; /* the submission holds it (its waiter may free `w`) */
+	int rc = ruda__copy_submit(d, &c, &w->base, NULL);
+	if (rc == -EAGAIN || rc == -ENOMEM) {
+		w->tmp = tmp;
 		reply(w, w->error != RUDA_OK ? w->error : RUDA_ERROR_OUT_OF_MEMORY,
 		      w->error == RUDA_ERROR_DISCONNECTED ? "the target session has gone"
 							  : "no host memory for the copy");
 		waiter_free(w);
 		return;
 	}
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
-	};
-	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-			     0, 1, &barrier, 0, NULL, 0, NULL);
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
-	if (w->size)
-		vkCmdCopyBuffer(sub->cmd, w->tmp->vk, host, 1, &region);
-	ruda__buffer_put(w->tmp); /* the submission holds it now */
-	w->tmp = NULL;
-	w->base.done = out_of_source_done;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub);
+	ruda__buffer_put(tmp);
 }
 
 static void tmp_done(struct ruda_waiter *base, int status)
