@@ -25,7 +25,7 @@ struct ruda_session_buffer *ruda__request_buffer(struct ruda_session *s, uint64_
 
 /* Record `status` against buffer `id` unless it already carries an error. */
 void ruda__request_mark_failed(struct ruda_session *s, uint64_t id, ruda_status status,
-			const char *message)
+			       const char *message)
 {
 	struct ruda_session_buffer *b = ruda__request_buffer(s, id);
 	if (!b || b->error != RUDA_OK)

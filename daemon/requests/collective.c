@@ -72,7 +72,8 @@ static void note_error(struct member *m, ruda_status status, const char *message
 	}
 }
 
-void ruda__collective_settle(struct collective_op *op, uint32_t i, ruda_status status, const char *message)
+void ruda__collective_settle(struct collective_op *op, uint32_t i, ruda_status status,
+			     const char *message)
 {
 	struct part *p = &op->parts[i];
 	if (!p->arrived || p->settled)
@@ -171,8 +172,8 @@ static void on_timer(uv_timer_t *timer)
 						 len ? ", " : "", op->parts[i].device);
 				}
 			ruda__collective_fail(op, RUDA_ERROR_TIMEOUT,
-			     "all-reduce: no call from device %s within %u ms", missing,
-			     RUDA_COLLECTIVE_TIMEOUT_MS);
+					      "all-reduce: no call from device %s within %u ms", missing,
+					      RUDA_COLLECTIVE_TIMEOUT_MS);
 			unqueue(op);
 			ruda__collective_maybe_free(op);
 		}
@@ -426,16 +427,16 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 			other[k] = op->parts[k].device;
 		describe_set(theirs, sizeof(theirs), other, op->n);
 		ruda__collective_fail(op, RUDA_ERROR_INVALID_ARGUMENT,
-		     "all-reduce: device sets differ: device %u named {%s}, another {%s}", mine,
-		     ours, theirs);
+				      "all-reduce: device sets differ: device %u named {%s}, another {%s}", mine,
+				      ours, theirs);
 	} else if (st != RUDA_OK) {
 		ruda__collective_fail(op, st, "all-reduce: device %u: %s", mine, why);
 	} else if (a->size != op->size || a->elem_type != op->elem || a->op != op->reduce) {
 		ruda__collective_fail(op, RUDA_ERROR_INVALID_ARGUMENT,
-		     "all-reduce: calls differ: device %u asked for %llu bytes of type %u (%s), "
-		     "another for %llu bytes of type %u (%s)",
-		     mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
-		     (unsigned long long)op->size, op->elem, op_names[op->reduce]);
+				      "all-reduce: calls differ: device %u asked for %llu bytes of type %u (%s), "
+				      "another for %llu bytes of type %u (%s)",
+				      mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
+				      (unsigned long long)op->size, op->elem, op_names[op->reduce]);
 	} else if (!op->ready) {
 		/* the staging is still being made: keep src's bytes, in order */
 		struct ruda_buffer *tmp = NULL;
@@ -452,8 +453,9 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 			free(w);
 			if (tmp)
 				ruda__buffer_put(tmp);
-			ruda__collective_fail(op, made, "all-reduce: device %u: no memory to keep %llu bytes", mine,
-			     (unsigned long long)op->size);
+			ruda__collective_fail(op, made,
+					      "all-reduce: device %u: no memory to keep %llu bytes", mine,
+					      (unsigned long long)op->size);
 		} else {
 			p->tmp = tmp;
 			w->base.done = ruda__collective_tmp_copied;
@@ -478,8 +480,8 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 						    &src->ref, &op->staging->ref) != RUDA_OK) {
 			free(w);
 			ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY,
-			     "all-reduce: no host memory for %u x %llu bytes", op->n,
-			     (unsigned long long)op->size);
+					      "all-reduce: no host memory for %u x %llu bytes", op->n,
+					      (unsigned long long)op->size);
 		} else {
 			w->base.done = ruda__collective_copied;
 			w->op = op;
@@ -553,8 +555,8 @@ void ruda__collective_session_gone(struct ruda_session *s)
 			     !device_has_other_session(ctx, device, s);
 		if (joined || orphan)
 			ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED,
-			     "all-reduce: the client of device %u disconnected (session %llu)",
-			     device, (unsigned long long)s->id);
+					      "all-reduce: the client of device %u disconnected (session %llu)",
+					      device, (unsigned long long)s->id);
 		/* a call it joined stays queued so the participants still to come
 		 * hear of the failure; one nobody can join any more goes */
 		if (orphan) {

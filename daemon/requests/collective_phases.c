@@ -25,7 +25,8 @@ static void written(struct ruda_waiter *base, int status)
 	struct collective_op *op = w->op;
 	op->waiters--;
 	if (status != RUDA_OK)
-		ruda__collective_settle(op, w->part, (ruda_status)status, "all-reduce: the device failed");
+		ruda__collective_settle(op, w->part, (ruda_status)status,
+					"all-reduce: the device failed");
 	else
 		ruda__collective_settle(op, w->part, op->failed ? op->error : RUDA_OK, op->message);
 	free(w);
@@ -42,14 +43,15 @@ static void write_back(struct collective_op *op)
 		if (p->settled)
 			continue;
 		if (!s || s->state != RUDA_SESSION_READY) {
-			ruda__collective_settle(op, i, RUDA_ERROR_DISCONNECTED, "all-reduce: the client has gone");
+			ruda__collective_settle(op, i, RUDA_ERROR_DISCONNECTED,
+						"all-reduce: the client has gone");
 			continue;
 		}
 		struct ruda_session_buffer *b = ruda__handle_table_get(&s->buffers, p->dst);
 		if (!b || !b->buffer || p->dst_offset > b->buffer->size ||
 		    op->size > b->buffer->size - p->dst_offset) {
 			ruda__collective_settle(op, i, RUDA_ERROR_INVALID_HANDLE,
-			       "all-reduce: the destination buffer was released");
+						"all-reduce: the destination buffer was released");
 			continue;
 		}
 		VkBuffer host = ruda__host_staging_buffer(op->staging, s->device);
@@ -75,7 +77,8 @@ static void write_back(struct collective_op *op)
 			if (w)
 				op->waiters--;
 			free(w);
-			ruda__collective_settle(op, i, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
+			ruda__collective_settle(op, i, RUDA_ERROR_OUT_OF_MEMORY,
+						"all-reduce: out of memory");
 			continue;
 		}
 		if (rc == 0 && value > b->buffer->use_value)
@@ -131,7 +134,7 @@ void ruda__collective_copied(struct ruda_waiter *base, int status)
 	op->waiters--;
 	if (status != RUDA_OK)
 		ruda__collective_fail(op, (ruda_status)status, "all-reduce: device %u failed",
-		     op->parts[w->part].device);
+				      op->parts[w->part].device);
 	else if (op->ctx->collectives->closing)
 		ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 	else if (++op->copied == op->n && !op->failed)
@@ -184,7 +187,7 @@ void ruda__collective_tmp_copied(struct ruda_waiter *base, int status)
 	op->waiters--;
 	if (status != RUDA_OK)
 		ruda__collective_fail(op, (ruda_status)status, "all-reduce: device %u failed",
-		     op->parts[w->part].device);
+				      op->parts[w->part].device);
 	else if (op->ctx->collectives->closing)
 		ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 	op->parts[w->part].tmp_ready = 1;
@@ -201,8 +204,9 @@ void ruda__collective_staging_made(struct ruda_host_staging *st, void *data)
 	op->ready = 1;
 	op->staging = st;
 	if (!st)
-		ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: no host memory for %u x %llu bytes",
-		     op->n, (unsigned long long)op->size);
+		ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY,
+				      "all-reduce: no host memory for %u x %llu bytes",
+				      op->n, (unsigned long long)op->size);
 	else if (op->ctx->collectives->closing)
 		ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 	for (uint32_t i = 0; i < op->n && !op->failed; i++)

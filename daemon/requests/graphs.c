@@ -138,7 +138,7 @@ void ruda__graph_handle_release(struct ruda_session *s, const Ruda__Request *req
  * bytes through the arena is refused. Returns 1 when `req` was refused.
  */
 int ruda__graph_refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
-				   size_t body, const char *name)
+					size_t body, const char *name)
 {
 	struct ruda_graph *g = s->current->capture;
 	char why[160];

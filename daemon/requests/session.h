@@ -200,7 +200,8 @@ struct ruda_session {
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
-		     * (dispatch.c): process_frames runs it again once done */
+		     * (session_arena.c): the connection hands its frame again
+		     * once done (ruda__session_frame_done) */
 	/* the staging region whose import the parked request waits for
 	 * (borrowed: requests stop while it waits, so it cannot be detached;
 	 * cleared when the session is resumed) */

@@ -82,8 +82,9 @@ static void on_remains_idle(uv_idle_t *idle)
 
 /* Take the session's buffers and kernels to release them later; a few are
  * released at once (most sessions have a few). */
-void ruda__session_remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
-			  struct ruda_handle_table *kernels)
+void ruda__session_remains_defer(struct ruda_session_context *ctx,
+				 struct ruda_handle_table *buffers,
+				 struct ruda_handle_table *kernels)
 {
 	struct ruda_session_remains *r = NULL;
 	if (buffers->count + kernels->count > 64 && ctx->loop)

@@ -154,7 +154,7 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 }
 
 void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_wait_kind kind,
-			    const uint64_t *handles, size_t nhandles)
+			   const uint64_t *handles, size_t nhandles)
 {
 	struct reply_waiter *w = reply_waiter_new(s, request, kind, handles, nhandles);
 	if (!w) {
@@ -177,7 +177,7 @@ void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_w
  * progress page then sees its work end without waiting for the reply
  * (docs/design.md, "Fast sync"). */
 void ruda__wait_publish(struct ruda_session *s, const struct ruda_stream *st, uint64_t request,
-			  int ok)
+			int ok)
 {
 	struct ruda_arena_sync_entry e = {
 		.stream = st->id,

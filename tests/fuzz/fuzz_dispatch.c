@@ -10,7 +10,7 @@
  * data byte, so that KernelRegister and Launch reach the compiler and the
  * device. The input is then the byte stream the client sends: each frame
  * the reader takes out goes through ruda__dispatch_frame exactly as
- * daemon/requests/session.c would pass it, with the server's end-of-iteration tick
+ * daemon/server/connection.c would pass it, with the server's end-of-iteration tick
  * and loop turns in between; replies are read from the other end and
  * thrown away. At the end the session is killed and the loop turned until
  * the device and the compiler are idle.
@@ -318,7 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ruda_frame_reader r;
 	FD_CHECK(ruda__frame_reader_init(&r) == 0);
 	size_t pos = 0;
-	/* as session.c: frames while the session lives and is not closing */
+	/* as connection.c: frames while the session lives and is not closing */
 	while (pos < size && fd_alive(id, s)) {
 		size_t piece = size - pos;
 		size_t room = r.cap - ruda__frame_reader_pending(&r);
@@ -336,7 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (fd_skip(&frame))
 				continue;
 			ruda__dispatch_frame(s, &frame);
-			/* as session.c: a transfer that waits for the arena's
+			/* as connection.c: a transfer that waits for the arena's
 			 * import runs again once it is done */
 			while (fd_alive(id, s) && s->parked) {
 				s->parked = 0;
@@ -348,7 +348,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				ruda__dispatch_frame(s, &frame);
 			}
 			fd_turn(sv[1]);
-			/* backpressure: session.c stops reading until the GPU
+			/* backpressure: connection.c stops reading until the GPU
 			 * catches up; so does this loop */
 			for (int i = 0; fd_alive(id, s) && ruda__stream_saturated(&s->stream); i++) {
 				FD_CHECK(i < 200000); /* 20 s: the device never finished */

@@ -1,4 +1,4 @@
-/* The all-reduce's CPU reduction (daemon/requests/collective.c): every operation and
+/* The all-reduce's CPU reduction (daemon/exec/reduce.c): every operation and
  * element type against plain loops, f16 rounding, integer wrap-around and
  * truncating means. */
 #include <check.h>
