@@ -2,10 +2,11 @@
 """The daemon's include graph, by module (x.c and x.h are module x).
 
 Prints each module's dependencies (the daemon headers its .c and .h
-include), then every cycle (a strongly connected component of more than
-one module) and every source over the line limit. Exits 1 when there is a
-cycle or an oversized source, so that `make include-graph` can gate the
-layering docs/design.md describes.
+include), then every include that points up a layer (the folders, bottom
+to top: common, device, memory, exec, requests, server), every cycle (a
+strongly connected component of more than one module) and every source
+over the line limit. Exits 1 on any of them, so that `make check` gates
+the layering docs/design.md describes.
 
     python3 tests/include_graph.py [--dir daemon] [--max-lines 800] [--dot]
 """
@@ -41,6 +42,27 @@ def modules(root):
                 if dep in mods and dep != mod:
                     m['deps'].add(dep)
     return mods
+
+
+# The daemon's layers, bottom to top: a module includes its own or lower ones.
+LAYERS = ['common', 'device', 'memory', 'exec', 'requests', 'server']
+
+
+def upward(mods):
+    """(module, dependency) pairs where the dependency is a higher layer,
+    or a module outside every layer folder."""
+    def rank(mod):
+        top = mod.split('/')[0]
+        return LAYERS.index(top) if '/' in mod and top in LAYERS else None
+    out = []
+    for mod in sorted(mods):
+        if rank(mod) is None:
+            out.append((mod, '(no layer folder)'))
+            continue
+        for dep in sorted(mods[mod]['deps']):
+            if rank(dep) is None or rank(dep) > rank(mod):
+                out.append((mod, dep))
+    return out
 
 
 def cycles(mods):
@@ -82,6 +104,7 @@ def main():
     ap.add_argument('--dir', default='daemon')
     ap.add_argument('--max-lines', type=int, default=800)
     ap.add_argument('--dot', action='store_true', help='print Graphviz instead')
+    ap.add_argument('--quiet', action='store_true', help='print only what is wrong and the count')
     a = ap.parse_args()
     mods = modules(a.dir)
     if a.dot:
@@ -91,8 +114,11 @@ def main():
                 print(f'  "{mod}" -> "{dep}";')
         print('}')
         return 0
-    for mod in sorted(mods):
+    for mod in sorted(mods) if not a.quiet else []:
         print(f'{mod}: {" ".join(sorted(mods[mod]["deps"])) or "-"}')
+    up = upward(mods)
+    for mod, dep in up:
+        print(f'up a layer: {mod} -> {dep}')
     found = cycles(mods)
     for comp in found:
         print(f'cycle ({len(comp)} modules): {" ".join(comp)}')
@@ -105,9 +131,9 @@ def main():
                 big.append((path, n))
     for path, n in big:
         print(f'over {a.max_lines} lines: {path} ({n})')
-    print(f'{len(mods)} modules, {len(found)} cycle(s), {len(big)} source(s) over '
-          f'{a.max_lines} lines')
-    return 1 if found or big else 0
+    print(f'include graph: {len(mods)} modules, {len(up)} include(s) up a layer, {len(found)} cycle(s), '
+          f'{len(big)} source(s) over {a.max_lines} lines')
+    return 1 if up or found or big else 0
 
 
 if __name__ == '__main__':

@@ -6,10 +6,9 @@
 
 #include "memory/buffer.h"
 #include "device/device.h"
+#include "common/handle_table.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
-#include "ruda.pb-c.h"
-#include "requests/session.h"
 #include "exec/stream.h"
 
 static void graph_destroy(struct ruda_ref *ref)
@@ -144,130 +143,9 @@ ruda_status ruda__graph_end(struct ruda_graph *g)
 	return g->error;
 }
 
-/* ---- requests ------------------------------------------------------------ */
-
-void ruda__graph_handle_prepare(struct ruda_session *s, const Ruda__Request *req)
-{
-	/* what the stream recorded runs before anything it captures */
-	ruda_status st = ruda__stream_submit(s->current);
-	ruda__session_reply_status(s, req->id, st, "%s", st == RUDA_OK ? "" : ruda_strerror(st));
-}
-
-void ruda__graph_handle_start(struct ruda_session *s, const Ruda__Request *req)
-{
-	struct ruda_stream *st = s->current;
-	if (st->capture) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "stream %u is already capturing a graph", st->id);
-		return;
-	}
-	ruda__stream_submit(st);
-	st->capture = ruda__graph_create(s->device, st->id, st->queue);
-	if (!st->capture) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY,
-					   "cannot make a command buffer for the graph");
-		return;
-	}
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
-}
-
-void ruda__graph_handle_stop(struct ruda_session *s, const Ruda__Request *req)
-{
-	struct ruda_stream *st = s->current;
-	uint64_t id = req->graph_stop_capture->graph;
-	struct ruda_graph *g = st->capture;
-	if (!g) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "stream %u is not capturing a graph", st->id);
-		return;
-	}
-	st->capture = NULL; /* the capture ends whatever the verdict */
-	ruda_status status = ruda__graph_end(g);
-	const char *why = g->error_message;
-	if (status == RUDA_OK && ruda__handle_table_get(&s->graphs, id)) {
-		status = RUDA_ERROR_INVALID_HANDLE;
-		why = "graph id already in use";
-	} else if (status == RUDA_OK && s->graphs.count >= s->ctx->max_handles) {
-		status = RUDA_ERROR_BUSY;
-		why = "too many graphs";
-	} else if (status == RUDA_OK && ruda__handle_table_insert(&s->graphs, id, g) < 0) {
-		status = RUDA_ERROR_OUT_OF_MEMORY;
-		why = "out of memory";
-	}
-	if (status != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, status, "graph %llu: %s",
-					   (unsigned long long)id, why);
-		ruda__graph_put(g);
-		return;
-	}
-	log_debug("session %llu: graph %llu of %u launches on stream %u", (unsigned long long)s->id,
-		  (unsigned long long)id, g->launches, g->stream);
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
-}
-
-void ruda__graph_handle_abort(struct ruda_session *s, const Ruda__Request *req)
-{
-	(void)req;
-	struct ruda_stream *st = s->current;
-	if (st->capture)
-		ruda__graph_put(st->capture);
-	st->capture = NULL;
-}
-
-void ruda__graph_handle_replay(struct ruda_session *s, const Ruda__Request *req)
-{
-	uint64_t id = req->graph_replay->graph;
-	struct ruda_graph *g = ruda__handle_table_get(&s->graphs, id);
-	if (!g) {
-		if (s->current->capture)
-			ruda__graph_fail(s->current->capture, RUDA_ERROR_INVALID_HANDLE,
-					 "replay (request %llu): no graph %llu in this session",
-					 (unsigned long long)req->id, (unsigned long long)id);
-		else
-			ruda__stream_fail(s->current, RUDA_ERROR_INVALID_HANDLE,
-					  "replay (request %llu): no graph %llu in this session",
-					  (unsigned long long)req->id, (unsigned long long)id);
-		return;
-	}
-	/* its stream existed when it was captured, and streams stay */
-	struct ruda_stream *st = ruda__session_stream(s, g->stream);
-	if (!st)
-		return;
-	if (st->capture) {
-		ruda__graph_fail(st->capture, RUDA_ERROR_INVALID_ARGUMENT,
-				 "replay (request %llu): graph %llu replays on stream %u, which is "
-				 "capturing; graphs do not nest",
-				 (unsigned long long)req->id, (unsigned long long)id, st->id);
-		return;
-	}
-	/* before: recording the replay may submit it */
-	for (size_t i = 0; i < g->nbuffers; i++)
-		ruda__stream_note_use(st, g->buffers[i]);
-	ruda_status status = ruda__stream_execute(st, g->cmd, g->launches, &g->ref);
-	if (status != RUDA_OK) {
-		ruda__stream_fail(st, status, "replay (request %llu) of graph %llu: %s",
-				  (unsigned long long)req->id, (unsigned long long)id,
-				  ruda_strerror(status));
-		return;
-	}
-	s->usage.launches += g->launches;
-}
-
-void ruda__graph_handle_release(struct ruda_session *s, const Ruda__Request *req)
-{
-	uint64_t id = req->graph_release->graph;
-	struct ruda_graph *g = ruda__handle_table_remove(&s->graphs, id);
-	if (!g) {
-		ruda__stream_fail(s->current, RUDA_ERROR_INVALID_HANDLE,
-				  "release: no graph %llu in this session", (unsigned long long)id);
-		return;
-	}
-	ruda__graph_put(g); /* replays in flight hold their own reference */
-}
-
-void ruda__graph_release_all(struct ruda_session *s)
+void ruda__graph_release_all(struct ruda_handle_table *graphs)
 {
 	struct ruda_graph *g;
-	while ((g = ruda__handle_table_pop(&s->graphs, NULL)))
+	while ((g = ruda__handle_table_pop(graphs, NULL)))
 		ruda__graph_put(g);
 }

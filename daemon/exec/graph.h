@@ -19,8 +19,7 @@ struct ruda_binding;
 struct ruda_launch_count;
 struct ruda_device;
 struct ruda_pipeline;
-struct ruda_session;
-struct Ruda__Request;
+struct ruda_handle_table;
 
 /* Launches one graph may hold: bounds the daemon memory a client can make
  * it keep with one capture. */
@@ -62,14 +61,8 @@ static inline void ruda__graph_put(struct ruda_graph *g)
 	ruda_ref_put(&g->ref);
 }
 
-/* Request handlers (dispatch.c's table). */
-void ruda__graph_handle_prepare(struct ruda_session *s, const struct Ruda__Request *req);
-void ruda__graph_handle_start(struct ruda_session *s, const struct Ruda__Request *req);
-void ruda__graph_handle_stop(struct ruda_session *s, const struct Ruda__Request *req);
-void ruda__graph_handle_abort(struct ruda_session *s, const struct Ruda__Request *req);
-void ruda__graph_handle_replay(struct ruda_session *s, const struct Ruda__Request *req);
-void ruda__graph_handle_release(struct ruda_session *s, const struct Ruda__Request *req);
-/* Drop every graph of a session (it ends). */
-void ruda__graph_release_all(struct ruda_session *s);
+/* Drop every graph of `graphs` (id -> struct ruda_graph, a session's as it
+ * ends). */
+void ruda__graph_release_all(struct ruda_handle_table *graphs);
 
 #endif

@@ -7,7 +7,6 @@
 #include "memory/arena.h"
 #include "memory/buffer.h"
 #include "device/device.h"
-#include "exec/graph.h"
 #include "exec/indirect.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
@@ -62,9 +61,6 @@ void ruda__stream_finish(struct ruda_stream *s)
 		b = next;
 	}
 	undirty(s);
-	if (s->capture)
-		ruda__graph_put(s->capture);
-	s->capture = NULL;
 	if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
@@ -142,6 +138,17 @@ void ruda__record_barrier(VkCommandBuffer cmd)
 			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
 				     VK_PIPELINE_STAGE_HOST_BIT,
 			     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+			     1, &barrier, 0, NULL, 0, NULL);
+}
+
+void ruda__record_transfer_barrier(VkCommandBuffer cmd)
+{
+	VkMemoryBarrier barrier = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+	};
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
 			     1, &barrier, 0, NULL, 0, NULL);
 }
 

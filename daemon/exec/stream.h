@@ -70,7 +70,10 @@ struct ruda_stream {
 	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
 	void *submitted_data;
 
-	struct ruda_graph *capture; /* owned: the graph its launches go to, if capturing */
+	/* the graph its launches go to, if capturing: owned by whoever set it
+	 * (requests/graphs.c), who releases it before ruda__stream_finish; the
+	 * stream only carries it (graphs record into streams, not the reverse) */
+	struct ruda_graph *capture;
 	struct ruda_bind_cache bound; /* in `recording` */
 
 	/* New buffers whose zero fill is recorded before the stream's next
@@ -165,6 +168,9 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 /* Record into `cmd` the barrier that orders each command of a stream after
  * the ones before it. */
 void ruda__record_barrier(VkCommandBuffer cmd);
+/* The narrower one before a copy that reads what an earlier transfer on
+ * the same queue wrote (exec/copy.c). */
+void ruda__record_transfer_barrier(VkCommandBuffer cmd);
 /* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
  * unless `cache` says they are already, push constants set; dynamic counts
  * clamped first, see indirect.h); the caller keeps what it uses alive. */

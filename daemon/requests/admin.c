@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../proto/frame.h"
 #include "memory/arena.h"
 #include "common/config.h"
 #include "device/device.h"
@@ -17,6 +18,7 @@
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
 #include "common/policy.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 
 #ifndef RUDA_VERSION
@@ -41,7 +43,8 @@
 static void rights_of(const struct ruda_session *s, struct ruda_rights *r)
 {
 	if (s->ctx->policy) {
-		ruda__policy_check_peer(s->ctx->policy, s->fd, s->uid, s->gid, r);
+		ruda__policy_check_peer(s->ctx->policy, ruda__connection_fd(s->conn), s->uid, s->gid,
+					r);
 		return;
 	}
 	memset(r, 0, sizeof(*r));
@@ -67,13 +70,13 @@ static const char *admins(const struct ruda_session *s, char *buf, size_t len)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void reply_admin(struct ruda_session *s, uint64_t request, Ruda__AdminReply *body)
+void ruda__admin_reply(struct ruda_session *s, uint64_t request, Ruda__AdminReply *body)
 {
 	Ruda__Reply reply = RUDA__REPLY__INIT;
 	reply.id = request;
 	reply.body_case = RUDA__REPLY__BODY_ADMIN;
 	reply.admin = body;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }
 
 /* The sessions, as an array (caller frees), sorted by id when `sorted`. */
@@ -84,8 +87,8 @@ static int cmp_session_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static struct ruda_session **list_sessions(struct ruda_session_context *ctx, size_t *n,
-					   int sorted)
+struct ruda_session **ruda__admin_list_sessions(struct ruda_session_context *ctx, size_t *n,
+						int sorted)
 {
 	const struct ruda_handle_table *t = &ctx->sessions;
 	struct ruda_session **list = malloc((t->count ? t->count : 1) * sizeof(*list));
@@ -295,7 +298,7 @@ static struct device_buf *fill_devices(struct ruda_session_context *ctx,
 
 static void reply_oom(struct ruda_session *s, uint64_t request)
 {
-	ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+	ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* ---- views -------------------------------------------------------------- */
@@ -313,7 +316,8 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	struct sockaddr_un addr = {0};
 	socklen_t len = sizeof(addr);
 	char socket_path[sizeof(addr.sun_path) + 1] = "";
-	if (getsockname(s->fd, (struct sockaddr *)&addr, &len) == 0 && addr.sun_family == AF_UNIX &&
+	if (getsockname(ruda__connection_fd(s->conn), (struct sockaddr *)&addr, &len) == 0 &&
+	    addr.sun_family == AF_UNIX &&
 	    len > offsetof(struct sockaddr_un, sun_path) && addr.sun_path[0])
 		snprintf(socket_path, sizeof(socket_path), "%.*s",
 			 (int)(len - offsetof(struct sockaddr_un, sun_path)), addr.sun_path);
@@ -351,7 +355,7 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_STATUS;
 	body.status = &st;
-	reply_admin(s, request, &body);
+	ruda__admin_reply(s, request, &body);
 	free(devices);
 	free(bufs);
 }
@@ -371,7 +375,7 @@ static void admin_devices(struct ruda_session *s, uint64_t request, const Ruda__
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_DEVICES;
 	body.devices = &dr;
-	reply_admin(s, request, &body);
+	ruda__admin_reply(s, request, &body);
 	free(devices);
 	free(bufs);
 }
@@ -442,7 +446,7 @@ static void admin_clients(struct ruda_session *s, uint64_t request, const Ruda__
 {
 	uint64_t after = a->clients->after;
 	size_t n;
-	struct ruda_session **list = list_sessions(s->ctx, &n, 1);
+	struct ruda_session **list = ruda__admin_list_sessions(s->ctx, &n, 1);
 	Ruda__AdminClient *clients = calloc(n ? n : 1, sizeof(*clients));
 	Ruda__AdminClient **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 	if (!list || !clients || !ptrs) {
@@ -472,7 +476,7 @@ static void admin_clients(struct ruda_session *s, uint64_t request, const Ruda__
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_CLIENTS;
 	body.clients = &cr;
-	reply_admin(s, request, &body);
+	ruda__admin_reply(s, request, &body);
 	free(list);
 	free(clients);
 	free(ptrs);
@@ -534,7 +538,7 @@ static void admin_memory(struct ruda_session *s, uint64_t request, const Ruda__A
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_MEMORY;
 	body.memory = &mr;
-	reply_admin(s, request, &body);
+	ruda__admin_reply(s, request, &body);
 	free(bufs);
 	free(ptrs);
 	free(u);
@@ -628,156 +632,12 @@ static void admin_cache(struct ruda_session *s, uint64_t request, const Ruda__Ad
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
 	body.body_case = RUDA__ADMIN_REPLY__BODY_CACHE;
 	body.cache = &cr;
-	reply_admin(s, request, &body);
+	ruda__admin_reply(s, request, &body);
 	free(devs);
 	free(dev_ptrs);
 	free(pipes);
 	free(pipe_ptrs);
 	free(files);
-}
-
-/* ---- commands ----------------------------------------------------------- */
-
-static void admin_kill(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
-{
-	uint64_t id = a->kill->client;
-	struct ruda_session *t = ruda__handle_table_get(&s->ctx->sessions, id);
-	if (!t || t->state == RUDA_SESSION_DEAD) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
-					   "no client %llu is connected", (unsigned long long)id);
-		return;
-	}
-	if (t == s) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT,
-					   "client %llu is the connection asking",
-					   (unsigned long long)id);
-		return;
-	}
-	log_notice("session %llu (uid %u, pid %d, \"%s\"): killed by session %llu (uid %u, "
-		   "pid %d); %llu buffers, %llu bytes to release",
-		   (unsigned long long)t->id, t->uid, t->pid, t->name, (unsigned long long)s->id,
-		   s->uid, s->pid, (unsigned long long)t->buffers.count,
-		   (unsigned long long)t->bytes);
-	Ruda__AdminKillReply kr = RUDA__ADMIN_KILL_REPLY__INIT;
-	kr.client = t->id;
-	kr.name = t->name;
-	kr.pid = (int32_t)t->pid;
-	kr.uid = t->uid;
-	kr.buffers = t->buffers.count;
-	kr.bytes = t->bytes;
-	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
-	body.body_case = RUDA__ADMIN_REPLY__BODY_KILL;
-	body.kill = &kr;
-	reply_admin(s, request, &body);
-	/* destroyed at the end of this loop iteration; its memory goes once
-	 * its submitted work completes */
-	ruda__session_kill(t);
-}
-
-static void admin_cleanup(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	(void)a;
-	Ruda__AdminCleanupReply cr = RUDA__ADMIN_CLEANUP_REPLY__INIT;
-	for (uint32_t i = 0; i < ctx->ndevices; i++) {
-		size_t dropped = ruda__pipeline_registry_trim(ctx->pipelines[i], 0);
-		/* without this, 15 000 dropped pipelines kept 1.2 GB (issue 26) */
-		if (dropped)
-			ruda__pipeline_registry_release_memory(ctx->pipelines[i]);
-		cr.pipelines_dropped += dropped;
-		cr.bytes_freed += ruda__memory_cleanup(&ctx->devices[i]->allocator);
-	}
-	log_notice("session %llu (uid %u, pid %d): cleanup: %llu unused pipelines dropped, "
-		   "%llu bytes of empty memory pages freed",
-		   (unsigned long long)s->id, s->uid, s->pid,
-		   (unsigned long long)cr.pipelines_dropped, (unsigned long long)cr.bytes_freed);
-	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
-	body.body_case = RUDA__ADMIN_REPLY__BODY_CLEANUP;
-	body.cleanup = &cr;
-	reply_admin(s, request, &body);
-}
-
-static void admin_drain(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	(void)a;
-	if (!ctx->drain) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "this rudad cannot drain (no drain hook)");
-		return;
-	}
-	if (!ctx->draining)
-		log_notice("session %llu (uid %u, pid %d): drain: no new clients; %u connected",
-			   (unsigned long long)s->id, s->uid, s->pid,
-			   (unsigned)ctx->sessions.count);
-	Ruda__AdminDrainReply dr = RUDA__ADMIN_DRAIN_REPLY__INIT;
-	dr.sessions = (uint32_t)ctx->sessions.count;
-	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
-	body.body_case = RUDA__ADMIN_REPLY__BODY_DRAIN;
-	body.drain = &dr;
-	/* stop listening first: once the asker reads the reply, the socket
-	 * path is gone and another rudad may start there */
-	if (!ctx->draining) {
-		ctx->draining = 1;
-		ctx->drain(ctx->hook_data);
-	}
-	reply_admin(s, request, &body);
-}
-
-static void admin_shutdown(struct ruda_session *s, uint64_t request, const Ruda__Admin *a)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	(void)a;
-	if (!ctx->shutdown) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "this rudad cannot be shut down this way (no shutdown "
-					   "hook); send it SIGTERM");
-		return;
-	}
-	log_notice("session %llu (uid %u, pid %d): shutdown requested",
-		   (unsigned long long)s->id, s->uid, s->pid);
-	Ruda__AdminShutdownReply sr = RUDA__ADMIN_SHUTDOWN_REPLY__INIT;
-	sr.sessions = (uint32_t)ctx->sessions.count;
-	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
-	body.body_case = RUDA__ADMIN_REPLY__BODY_SHUTDOWN;
-	body.shutdown = &sr;
-	reply_admin(s, request, &body);
-	/* may close every session, this one included: `s` is not used after */
-	ctx->shutdown(ctx->hook_data);
-}
-
-/* Test-only (RUDA_TEST_FAULTS=1 at start): fail a device as the driver
- * would; recovery runs at the end of this loop iteration. */
-static void admin_inject_device_loss(struct ruda_session *s, uint64_t request,
-				     const Ruda__Admin *a)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	uint32_t index = a->inject_device_loss->device;
-	if (!ctx->test_faults) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_UNSUPPORTED,
-					   "fault injection is for tests: rudad was not started "
-					   "with RUDA_TEST_FAULTS=1");
-		return;
-	}
-	if (index >= ctx->ndevices) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_INVALID_ARGUMENT, "no device %u",
-					   index);
-		return;
-	}
-	log_notice("session %llu (uid %u, pid %d): injecting a loss of device %u",
-		   (unsigned long long)s->id, s->uid, s->pid, index);
-	Ruda__AdminInjectDeviceLossReply lr = RUDA__ADMIN_INJECT_DEVICE_LOSS_REPLY__INIT;
-	lr.device = index;
-	size_t n;
-	struct ruda_session **list = list_sessions(ctx, &n, 0);
-	for (size_t i = 0; list && i < n; i++)
-		lr.sessions += list[i]->device == ctx->devices[index];
-	free(list);
-	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;
-	body.body_case = RUDA__ADMIN_REPLY__BODY_INJECT_DEVICE_LOSS;
-	body.inject_device_loss = &lr;
-	reply_admin(s, request, &body);
-	ruda__device_inject_loss(ctx->devices[index]);
 }
 
 /* ---- table -------------------------------------------------------------- */
@@ -794,11 +654,11 @@ static const struct {
 	[RUDA__ADMIN__BODY_CLIENTS] = {admin_clients, "clients", 0},
 	[RUDA__ADMIN__BODY_MEMORY] = {admin_memory, "memory", 0},
 	[RUDA__ADMIN__BODY_CACHE] = {admin_cache, "cache", 0},
-	[RUDA__ADMIN__BODY_KILL] = {admin_kill, "kill", 1},
-	[RUDA__ADMIN__BODY_CLEANUP] = {admin_cleanup, "cleanup", 1},
-	[RUDA__ADMIN__BODY_DRAIN] = {admin_drain, "drain", 1},
-	[RUDA__ADMIN__BODY_SHUTDOWN] = {admin_shutdown, "shutdown", 1},
-	[RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS] = {admin_inject_device_loss, "inject_device_loss", 1},
+	[RUDA__ADMIN__BODY_KILL] = {ruda__admin_kill, "kill", 1},
+	[RUDA__ADMIN__BODY_CLEANUP] = {ruda__admin_cleanup, "cleanup", 1},
+	[RUDA__ADMIN__BODY_DRAIN] = {ruda__admin_drain, "drain", 1},
+	[RUDA__ADMIN__BODY_SHUTDOWN] = {ruda__admin_shutdown, "shutdown", 1},
+	[RUDA__ADMIN__BODY_INJECT_DEVICE_LOSS] = {ruda__admin_inject_device_loss, "inject_device_loss", 1},
 };
 
 void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)
@@ -807,9 +667,9 @@ void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)
 	size_t body = (size_t)a->body_case;
 	if (body >= sizeof(admin_handlers) / sizeof(admin_handlers[0]) ||
 	    !admin_handlers[body].run) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_UNSUPPORTED,
-					   "unknown admin request (request %llu)",
-					   (unsigned long long)req->id);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_UNSUPPORTED,
+				   "unknown admin request (request %llu)",
+				   (unsigned long long)req->id);
 		return;
 	}
 	const char *name = admin_handlers[body].name;
@@ -820,8 +680,8 @@ void ruda__admin_handle(struct ruda_session *s, const Ruda__Request *req)
 		char who[160];
 		log_warn("session %llu (uid %u, pid %d): admin %s refused: not an administrator",
 			 (unsigned long long)s->id, s->uid, s->pid, name);
-		ruda__session_reply_status(
-			s, req->id, RUDA_ERROR_PERMISSION,
+		ruda__reply_status(
+			s->conn, req->id, RUDA_ERROR_PERMISSION,
 			"permission denied: '%s' %s administrators (%s); uid %u is not one", name,
 			command ? "changes the daemon and is for"
 				: "is a view open, while read_only_views is off, to",

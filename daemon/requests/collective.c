@@ -12,263 +12,14 @@
 #include "device/device.h"
 #include "memory/host_staging.h"
 #include "common/log.h"
+#include "requests/collective_op.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
 
-/* Elements one thread-pool job reduces. */
-#define REDUCE_CHUNK (4u << 20)
 #define TIMER_PERIOD_MS 1000u
 
-/* What a session has to hear about its collectives. */
-struct member {
-	uint32_t pending; /* collectives joined and not settled */
-	ruda_status error; /* first failure since the last sync */
-	char message[256];
-	struct sync_wait {
-		struct sync_wait *next;
-		uint64_t request;
-	} *syncs;
-};
-
-struct part {
-	uint32_t device; /* daemon device index; parts are in increasing order */
-	uint64_t session;
-	int arrived, settled;
-	uint64_t dst, dst_offset;
-	/* while the staging is being made: src copied here first, in order */
-	struct ruda_buffer *tmp; /* owned reference */
-	int tmp_ready;
-};
-
-struct op_job {
-	uv_work_t work;
-	struct collective_op *op;
-	uint64_t begin, end;
-};
-
-struct collective_op {
-	struct collective_op *next; /* waiting for participants, in call order */
-	struct ruda_session_context *ctx;
-	uint64_t size;
-	uint32_t elem, reduce, n;
-	uint64_t created_ms;
-	struct ruda_host_staging *staging; /* n slots of `size` bytes; slot 0 gets the result */
-	uint32_t arrived, copied;
-	uint32_t waiters; /* completions and jobs still to come */
-	int ready; /* the staging is made (or failed: staging NULL) */
-	int queued, failed;
-	ruda_status error;
-	char message[256];
-	struct op_job *jobs;
-	uint32_t njobs, jobs_done;
-	struct part parts[];
-};
-
-struct ruda_collectives {
-	struct collective_op *queue;
-	struct ruda_handle_table members; /* session id -> struct member */
-	uv_timer_t *timer;
-	uint32_t live; /* ops not yet freed */
-	int closing;
-};
-
 static const char *const op_names[] = {"sum", "prod", "max", "min", "mean"};
-
-/* ---- reduction ------------------------------------------------------------ */
-
-static float half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-	uint32_t bits;
-	if (exp == 0) {
-		if (!mant) {
-			bits = sign;
-		} else { /* subnormal: normalise */
-			exp = 127 - 15 + 1;
-			while (!(mant & 0x400u)) {
-				mant <<= 1;
-				exp--;
-			}
-			bits = sign | exp << 23 | (mant & 0x3ffu) << 13;
-		}
-	} else if (exp == 31) {
-		bits = sign | 0x7f800000u | mant << 13;
-	} else {
-		bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
-/* Round to nearest even, as the GPU's conversions do. */
-static uint16_t float_to_half(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	uint32_t sign = (x >> 16) & 0x8000u;
-	int32_t exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
-	uint32_t mant = x & 0x7fffffu;
-	if (((x >> 23) & 0xffu) == 0xffu)
-		return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-	if (exp >= 31)
-		return (uint16_t)(sign | 0x7c00u);
-	if (exp <= 0) {
-		if (exp < -10)
-			return (uint16_t)sign;
-		mant |= 0x800000u;
-		uint32_t shift = (uint32_t)(14 - exp);
-		uint32_t h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-		if (rest > half || (rest == half && (h & 1)))
-			h++;
-		return (uint16_t)(sign | h);
-	}
-	uint32_t h = (uint32_t)exp << 10 | mant >> 13, rest = mant & 0x1fffu;
-	if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
-		h++; /* may carry into the exponent, up to infinity: correct */
-	return (uint16_t)(sign | h);
-}
-
-#define COMBINE(op, a, b)                                                              \
-	((op) == RUDA_REDUCE_PROD ? (a) * (b)                                          \
-	 : (op) == RUDA_REDUCE_MAX ? ((a) > (b) ? (a) : (b))                           \
-	 : (op) == RUDA_REDUCE_MIN ? ((a) < (b) ? (a) : (b))                           \
-				   : (a) + (b))
-
-/* Whole arrays at a time where the type allows (f32 every op; 32-bit
- * integers but for means): the same operations per element, in the same
- * order, as the general loop below, in loops the compiler vectorises. */
-#define REDUCE_ARRAYS(T, acc, v, count, op)                                        \
-	do {                                                                       \
-		switch (op) {                                                      \
-		case RUDA_REDUCE_PROD:                                             \
-			for (uint64_t k = 0; k < (count); k++)                     \
-				(acc)[k] = (T)((acc)[k] * (v)[k]);                 \
-			break;                                                     \
-		case RUDA_REDUCE_MAX:                                              \
-			for (uint64_t k = 0; k < (count); k++)                     \
-				(acc)[k] = (acc)[k] > (v)[k] ? (acc)[k] : (v)[k];  \
-			break;                                                     \
-		case RUDA_REDUCE_MIN:                                              \
-			for (uint64_t k = 0; k < (count); k++)                     \
-				(acc)[k] = (acc)[k] < (v)[k] ? (acc)[k] : (v)[k];  \
-			break;                                                     \
-		default:                                                           \
-			for (uint64_t k = 0; k < (count); k++)                     \
-				(acc)[k] = (T)((acc)[k] + (v)[k]);                 \
-		}                                                                  \
-	} while (0)
-
-static int reduce_fast(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin, uint64_t end,
-		       uint32_t elem, uint32_t op)
-{
-	uint64_t count = end - begin;
-	if (elem == RUDA_ELEM_F32) {
-		float *acc = (float *)base + begin;
-		for (uint32_t j = 1; j < n; j++)
-			REDUCE_ARRAYS(float, acc, (const float *)(base + j * stride) + begin, count,
-				      op);
-		if (op == RUDA_REDUCE_MEAN)
-			for (uint64_t k = 0; k < count; k++)
-				acc[k] = acc[k] / (float)n;
-		return 1;
-	}
-	if ((elem != RUDA_ELEM_I32 && elem != RUDA_ELEM_U32) || op == RUDA_REDUCE_MEAN)
-		return 0;
-	if (elem == RUDA_ELEM_I32 && (op == RUDA_REDUCE_MAX || op == RUDA_REDUCE_MIN)) {
-		int32_t *acc = (int32_t *)base + begin;
-		for (uint32_t j = 1; j < n; j++)
-			REDUCE_ARRAYS(int32_t, acc, (const int32_t *)(base + j * stride) + begin,
-				      count, op);
-		return 1;
-	}
-	/* u32 every op; i32 sums and products wrap as u32 */
-	uint32_t *acc = (uint32_t *)base + begin;
-	for (uint32_t j = 1; j < n; j++)
-		REDUCE_ARRAYS(uint32_t, acc, (const uint32_t *)(base + j * stride) + begin, count,
-			      op);
-	return 1;
-}
-
-void ruda__collective_reduce(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin,
-			     uint64_t end, uint32_t elem, uint32_t op)
-{
-	if (reduce_fast(base, stride, n, begin, end, elem, op))
-		return;
-	for (uint64_t i = begin; i < end; i++) {
-		switch (elem) {
-		case RUDA_ELEM_F32: {
-			float acc;
-			memcpy(&acc, base + i * 4, 4);
-			for (uint32_t j = 1; j < n; j++) {
-				float v;
-				memcpy(&v, base + j * stride + i * 4, 4);
-				acc = COMBINE(op, acc, v);
-			}
-			if (op == RUDA_REDUCE_MEAN)
-				acc = acc / (float)n;
-			memcpy(base + i * 4, &acc, 4);
-			break;
-		}
-		case RUDA_ELEM_F16: {
-			uint16_t h;
-			memcpy(&h, base + i * 2, 2);
-			float acc = half_to_float(h);
-			for (uint32_t j = 1; j < n; j++) {
-				memcpy(&h, base + j * stride + i * 2, 2);
-				float v = half_to_float(h);
-				acc = COMBINE(op, acc, v);
-			}
-			if (op == RUDA_REDUCE_MEAN)
-				acc = acc / (float)n;
-			h = float_to_half(acc);
-			memcpy(base + i * 2, &h, 2);
-			break;
-		}
-		case RUDA_ELEM_I32: {
-			int32_t v0;
-			memcpy(&v0, base + i * 4, 4);
-			/* sums and products wrap, as on the GPU */
-			uint32_t wrap = (uint32_t)v0;
-			int32_t acc = v0;
-			int64_t sum = v0;
-			for (uint32_t j = 1; j < n; j++) {
-				int32_t v;
-				memcpy(&v, base + j * stride + i * 4, 4);
-				if (op == RUDA_REDUCE_SUM)
-					wrap += (uint32_t)v;
-				else if (op == RUDA_REDUCE_PROD)
-					wrap *= (uint32_t)v;
-				else if (op == RUDA_REDUCE_MEAN)
-					sum += v;
-				else
-					acc = COMBINE(op, acc, v);
-			}
-			if (op == RUDA_REDUCE_SUM || op == RUDA_REDUCE_PROD)
-				memcpy(&acc, &wrap, 4);
-			else if (op == RUDA_REDUCE_MEAN)
-				acc = (int32_t)(sum / (int64_t)n);
-			memcpy(base + i * 4, &acc, 4);
-			break;
-		}
-		default: { /* RUDA_ELEM_U32 */
-			uint32_t acc;
-			memcpy(&acc, base + i * 4, 4);
-			uint64_t sum = acc;
-			for (uint32_t j = 1; j < n; j++) {
-				uint32_t v;
-				memcpy(&v, base + j * stride + i * 4, 4);
-				sum += v;
-				acc = COMBINE(op, acc, v);
-			}
-			if (op == RUDA_REDUCE_MEAN)
-				acc = (uint32_t)(sum / n);
-			memcpy(base + i * 4, &acc, 4);
-			break;
-		}
-		}
-	}
-}
 
 /* ---- registry ------------------------------------------------------------- */
 
@@ -307,7 +58,7 @@ static void answer_syncs(struct ruda_session_context *ctx, uint64_t session, str
 		struct sync_wait *w = m->syncs;
 		m->syncs = w->next;
 		if (s && s->state == RUDA_SESSION_READY)
-			ruda__session_reply_status(s, w->request, m->error, "%s", m->message);
+			ruda__reply_status(s->conn, w->request, m->error, "%s", m->message);
 		free(w);
 	}
 	m->error = RUDA_OK;
@@ -322,7 +73,8 @@ static void note_error(struct member *m, ruda_status status, const char *message
 	}
 }
 
-static void settle(struct collective_op *op, uint32_t i, ruda_status status, const char *message)
+void ruda__collective_settle(struct collective_op *op, uint32_t i, ruda_status status,
+			     const char *message)
 {
 	struct part *p = &op->parts[i];
 	if (!p->arrived || p->settled)
@@ -365,7 +117,7 @@ static void registry_free(struct ruda_session_context *ctx)
 	ctx->collectives = NULL;
 }
 
-static void maybe_free(struct collective_op *op)
+void ruda__collective_maybe_free(struct collective_op *op)
 {
 	if (op->queued || op->waiters)
 		return;
@@ -385,9 +137,9 @@ static void maybe_free(struct collective_op *op)
 		registry_free(ctx);
 }
 
-static void fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
+void ruda__collective_fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
+void ruda__collective_fail(struct collective_op *op, ruda_status status, const char *fmt, ...)
 {
 	if (op->failed)
 		return;
@@ -399,202 +151,7 @@ static void fail(struct collective_op *op, ruda_status status, const char *fmt, 
 	va_end(ap);
 	log_info("all-reduce over %u devices failed: %s", op->n, op->message);
 	for (uint32_t i = 0; i < op->n; i++)
-		settle(op, i, status, op->message);
-}
-
-/* ---- the phases --------------------------------------------------------- */
-
-struct op_waiter {
-	struct ruda_waiter base;
-	struct collective_op *op;
-	uint32_t part;
-};
-
-static void written(struct ruda_waiter *base, int status)
-{
-	struct op_waiter *w = (struct op_waiter *)base;
-	struct collective_op *op = w->op;
-	op->waiters--;
-	if (status != RUDA_OK)
-		settle(op, w->part, (ruda_status)status, "all-reduce: the device failed");
-	else
-		settle(op, w->part, op->failed ? op->error : RUDA_OK, op->message);
-	free(w);
-	maybe_free(op);
-}
-
-/* The result is in slot 0: copy it into every participant's dst. */
-static void write_back(struct collective_op *op)
-{
-	struct ruda_session_context *ctx = op->ctx;
-	for (uint32_t i = 0; i < op->n; i++) {
-		struct part *p = &op->parts[i];
-		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, p->session);
-		if (p->settled)
-			continue;
-		if (!s || s->state != RUDA_SESSION_READY) {
-			settle(op, i, RUDA_ERROR_DISCONNECTED, "all-reduce: the client has gone");
-			continue;
-		}
-		struct ruda_session_buffer *b = ruda__handle_table_get(&s->buffers, p->dst);
-		if (!b || !b->buffer || p->dst_offset > b->buffer->size ||
-		    op->size > b->buffer->size - p->dst_offset) {
-			settle(op, i, RUDA_ERROR_INVALID_HANDLE,
-			       "all-reduce: the destination buffer was released");
-			continue;
-		}
-		VkBuffer host = ruda__host_staging_buffer(op->staging, s->device);
-		/* a new destination's zeros go first, not over the result */
-		ruda__stream_fill_now(b->buffer);
-		struct op_waiter *w = calloc(1, sizeof(*w));
-		struct ruda_submission *sub = host && w ? ruda__submission_begin(s->device) : NULL;
-		if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
-		    ruda__submission_hold(sub, &b->buffer->ref) < 0) {
-			if (sub)
-				ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-			free(w);
-			settle(op, i, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
-			continue;
-		}
-		VkBufferCopy region = {.srcOffset = 0, .dstOffset = p->dst_offset, .size = op->size};
-		vkCmdCopyBuffer(sub->cmd, host, b->buffer->vk, 1, &region);
-		w->base.done = written;
-		w->op = op;
-		w->part = i;
-		op->waiters++;
-		ruda__submission_add_waiter(sub, &w->base);
-		if (ruda__submission_submit(sub) == 0 && sub->value > b->buffer->use_value)
-			b->buffer->use_value = sub->value; /* SyncBuffers on it waits for the result */
-	}
-}
-
-static void job_run(uv_work_t *work)
-{
-	struct op_job *j = work->data;
-	struct collective_op *op = j->op;
-	ruda__collective_reduce(op->staging->map, op->size, op->n, j->begin, j->end, op->elem,
-				op->reduce);
-}
-
-static void job_done(uv_work_t *work, int status)
-{
-	struct op_job *j = work->data;
-	struct collective_op *op = j->op;
-	(void)status;
-	op->waiters--;
-	if (++op->jobs_done == op->njobs && !op->failed)
-		write_back(op);
-	maybe_free(op);
-}
-
-/* Every participant's src is in host memory: reduce in the thread pool. */
-static void reduce(struct collective_op *op)
-{
-	uint64_t count = op->size / RUDA_ELEM_SIZE(op->elem);
-	uint64_t njobs = (count + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
-	op->jobs = calloc(njobs ? njobs : 1, sizeof(*op->jobs));
-	if (!op->jobs) {
-		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
-		return;
-	}
-	op->njobs = (uint32_t)njobs;
-	for (uint32_t k = 0; k < op->njobs; k++) {
-		struct op_job *j = &op->jobs[k];
-		j->op = op;
-		j->begin = (uint64_t)k * REDUCE_CHUNK;
-		j->end = j->begin + REDUCE_CHUNK < count ? j->begin + REDUCE_CHUNK : count;
-		j->work.data = j;
-		op->waiters++;
-		uv_queue_work(op->ctx->loop, &j->work, job_run, job_done);
-	}
-}
-
-static void copied(struct ruda_waiter *base, int status)
-{
-	struct op_waiter *w = (struct op_waiter *)base;
-	struct collective_op *op = w->op;
-	op->waiters--;
-	if (status != RUDA_OK)
-		fail(op, (ruda_status)status, "all-reduce: device %u failed",
-		     op->parts[w->part].device);
-	else if (op->ctx->collectives->closing)
-		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
-	else if (++op->copied == op->n && !op->failed)
-		reduce(op);
-	free(w);
-	maybe_free(op);
-}
-
-/* A participant's src waited in `tmp` for the staging: copy it into its
- * slot now (a submission of its own on the participant's device). */
-static void stage_tmp(struct collective_op *op, uint32_t i)
-{
-	struct part *p = &op->parts[i];
-	struct ruda_device *d = op->ctx->devices[p->device];
-	VkBuffer host = ruda__host_staging_buffer(op->staging, d);
-	struct op_waiter *w = host ? calloc(1, sizeof(*w)) : NULL;
-	struct ruda_submission *sub = w ? ruda__submission_begin(d) : NULL;
-	if (!sub || ruda__submission_hold(sub, &op->staging->ref) < 0 ||
-	    ruda__submission_hold(sub, &p->tmp->ref) < 0) {
-		if (sub)
-			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		free(w);
-		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: out of memory");
-		return;
-	}
-	/* the copy into tmp ran in an earlier submission of this queue */
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
-	};
-	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-			     0, 1, &barrier, 0, NULL, 0, NULL);
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = (uint64_t)i * op->size,
-			       .size = op->size};
-	vkCmdCopyBuffer(sub->cmd, p->tmp->vk, host, 1, &region);
-	ruda__buffer_put(p->tmp); /* the submission holds it now */
-	p->tmp = NULL;
-	w->base.done = copied;
-	w->op = op;
-	w->part = i;
-	op->waiters++;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub);
-}
-
-static void tmp_copied(struct ruda_waiter *base, int status)
-{
-	struct op_waiter *w = (struct op_waiter *)base;
-	struct collective_op *op = w->op;
-	op->waiters--;
-	if (status != RUDA_OK)
-		fail(op, (ruda_status)status, "all-reduce: device %u failed",
-		     op->parts[w->part].device);
-	else if (op->ctx->collectives->closing)
-		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
-	op->parts[w->part].tmp_ready = 1;
-	if (!op->failed && op->ready)
-		stage_tmp(op, w->part);
-	free(w);
-	maybe_free(op);
-}
-
-static void staging_made(struct ruda_host_staging *st, void *data)
-{
-	struct collective_op *op = data;
-	op->waiters--;
-	op->ready = 1;
-	op->staging = st;
-	if (!st)
-		fail(op, RUDA_ERROR_OUT_OF_MEMORY, "all-reduce: no host memory for %u x %llu bytes",
-		     op->n, (unsigned long long)op->size);
-	else if (op->ctx->collectives->closing)
-		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
-	for (uint32_t i = 0; i < op->n && !op->failed; i++)
-		if (op->parts[i].tmp && op->parts[i].tmp_ready)
-			stage_tmp(op, i);
-	maybe_free(op);
+		ruda__collective_settle(op, i, status, op->message);
 }
 
 /* ---- matching ------------------------------------------------------------ */
@@ -615,11 +172,11 @@ static void on_timer(uv_timer_t *timer)
 					snprintf(missing + len, sizeof(missing) - len, "%s%u",
 						 len ? ", " : "", op->parts[i].device);
 				}
-			fail(op, RUDA_ERROR_TIMEOUT,
-			     "all-reduce: no call from device %s within %u ms", missing,
-			     RUDA_COLLECTIVE_TIMEOUT_MS);
+			ruda__collective_fail(op, RUDA_ERROR_TIMEOUT,
+					      "all-reduce: no call from device %s within %u ms", missing,
+					      RUDA_COLLECTIVE_TIMEOUT_MS);
 			unqueue(op);
-			maybe_free(op);
+			ruda__collective_maybe_free(op);
 		}
 		op = next;
 	}
@@ -687,15 +244,15 @@ void ruda__handle_collective_init(struct ruda_session *s, const Ruda__Request *r
 	uint32_t set[n ? n : 1];
 	char why[160];
 	if (!device_set(s, ci->devices, ci->n_devices, set, why, sizeof(why))) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "collective: %s", why);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "collective: %s", why);
 		return;
 	}
 	if (!registry(s->ctx)) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	ruda__session_reply_status(s, req->id, RUDA_OK, NULL);
+	ruda__reply_status(s->conn, req->id, RUDA_OK, NULL);
 }
 
 static int part_of(const struct collective_op *op, uint32_t device)
@@ -796,7 +353,7 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 			devices[i] = s->ctx->devices[set[i]];
 		op->staging = ruda__host_staging_cached(a->size * n, devices, n);
 		if (!op->staging &&
-		    ruda__host_staging_make(s->ctx->loop, a->size * n, devices, n, staging_made,
+		    ruda__host_staging_make(s->ctx->loop, a->size * n, devices, n, ruda__collective_staging_made,
 					    op) == 0) {
 			op->ready = 0;
 			op->waiters++;
@@ -862,7 +419,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 	struct ruda_buffer *src = NULL;
 	ruda_status st = check_buffers(s, a, &src, why, sizeof(why));
 	if (op->failed) {
-		settle(op, (uint32_t)i, op->error, op->message);
+		ruda__collective_settle(op, (uint32_t)i, op->error, op->message);
 	} else if (!same_set) {
 		char ours[96], theirs[96];
 		describe_set(ours, sizeof(ours), set, n);
@@ -870,17 +427,17 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		for (uint32_t k = 0; k < op->n; k++)
 			other[k] = op->parts[k].device;
 		describe_set(theirs, sizeof(theirs), other, op->n);
-		fail(op, RUDA_ERROR_INVALID_ARGUMENT,
-		     "all-reduce: device sets differ: device %u named {%s}, another {%s}", mine,
-		     ours, theirs);
+		ruda__collective_fail(op, RUDA_ERROR_INVALID_ARGUMENT,
+				      "all-reduce: device sets differ: device %u named {%s}, another {%s}", mine,
+				      ours, theirs);
 	} else if (st != RUDA_OK) {
-		fail(op, st, "all-reduce: device %u: %s", mine, why);
+		ruda__collective_fail(op, st, "all-reduce: device %u: %s", mine, why);
 	} else if (a->size != op->size || a->elem_type != op->elem || a->op != op->reduce) {
-		fail(op, RUDA_ERROR_INVALID_ARGUMENT,
-		     "all-reduce: calls differ: device %u asked for %llu bytes of type %u (%s), "
-		     "another for %llu bytes of type %u (%s)",
-		     mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
-		     (unsigned long long)op->size, op->elem, op_names[op->reduce]);
+		ruda__collective_fail(op, RUDA_ERROR_INVALID_ARGUMENT,
+				      "all-reduce: calls differ: device %u asked for %llu bytes of type %u (%s), "
+				      "another for %llu bytes of type %u (%s)",
+				      mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
+				      (unsigned long long)op->size, op->elem, op_names[op->reduce]);
 	} else if (!op->ready) {
 		/* the staging is still being made: keep src's bytes, in order */
 		struct ruda_buffer *tmp = NULL;
@@ -897,11 +454,12 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 			free(w);
 			if (tmp)
 				ruda__buffer_put(tmp);
-			fail(op, made, "all-reduce: device %u: no memory to keep %llu bytes", mine,
-			     (unsigned long long)op->size);
+			ruda__collective_fail(op, made,
+					      "all-reduce: device %u: no memory to keep %llu bytes", mine,
+					      (unsigned long long)op->size);
 		} else {
 			p->tmp = tmp;
-			w->base.done = tmp_copied;
+			w->base.done = ruda__collective_tmp_copied;
 			w->op = op;
 			w->part = (uint32_t)i;
 			op->waiters++;
@@ -922,11 +480,11 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		if (!w || ruda__stream_copy_regions(s->current, src->vk, host, &region, 1,
 						    &src->ref, &op->staging->ref) != RUDA_OK) {
 			free(w);
-			fail(op, RUDA_ERROR_OUT_OF_MEMORY,
-			     "all-reduce: no host memory for %u x %llu bytes", op->n,
-			     (unsigned long long)op->size);
+			ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY,
+					      "all-reduce: no host memory for %u x %llu bytes", op->n,
+					      (unsigned long long)op->size);
 		} else {
-			w->base.done = copied;
+			w->base.done = ruda__collective_copied;
 			w->op = op;
 			w->part = (uint32_t)i;
 			op->waiters++;
@@ -934,7 +492,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 			return; /* `op` may be gone now */
 		}
 	}
-	maybe_free(op);
+	ruda__collective_maybe_free(op);
 }
 
 void ruda__handle_collective_sync(struct ruda_session *s, const Ruda__Request *req)
@@ -943,7 +501,7 @@ void ruda__handle_collective_sync(struct ruda_session *s, const Ruda__Request *r
 	struct member *m = c ? member_of(c, s->id, 1) : NULL;
 	struct sync_wait *w = m ? malloc(sizeof(*w)) : NULL;
 	if (!w) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	/* collectives' copies are on the session's streams: submit them */
@@ -997,14 +555,14 @@ void ruda__collective_session_gone(struct ruda_session *s)
 		int orphan = i >= 0 && !op->parts[i].arrived &&
 			     !device_has_other_session(ctx, device, s);
 		if (joined || orphan)
-			fail(op, RUDA_ERROR_DISCONNECTED,
-			     "all-reduce: the client of device %u disconnected (session %llu)",
-			     device, (unsigned long long)s->id);
+			ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED,
+					      "all-reduce: the client of device %u disconnected (session %llu)",
+					      device, (unsigned long long)s->id);
 		/* a call it joined stays queued so the participants still to come
 		 * hear of the failure; one nobody can join any more goes */
 		if (orphan) {
 			unqueue(op);
-			maybe_free(op);
+			ruda__collective_maybe_free(op);
 		}
 		op = next;
 	}
@@ -1023,9 +581,9 @@ void ruda__collective_finish(struct ruda_session_context *ctx)
 		return;
 	while (c->queue) {
 		struct collective_op *op = c->queue;
-		fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
+		ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 		unqueue(op);
-		maybe_free(op);
+		ruda__collective_maybe_free(op);
 	}
 	if (c->timer) {
 		uv_timer_stop(c->timer);

@@ -25,9 +25,5 @@ void ruda__collective_session_gone(struct ruda_session *s);
 /* Release the context's collective state (at shutdown). */
 void ruda__collective_finish(struct ruda_session_context *ctx);
 
-/* Reduce `n` arrays of `count` elements lying `stride` bytes apart from
- * `base` into the first, in order (exported for the unit suite). */
-void ruda__collective_reduce(uint8_t *base, uint64_t stride, uint32_t n, uint64_t begin,
-			     uint64_t end, uint32_t elem_type, uint32_t op);
 
 #endif

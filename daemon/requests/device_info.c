@@ -5,6 +5,7 @@
 
 #include "device/device.h"
 #include "device/device_details.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 
 void ruda__device_info_extend(Ruda__DeviceInfo *info, const struct ruda_device *d,
@@ -99,5 +100,5 @@ void ruda__handle_utilization(struct ruda_session *s, const Ruda__Request *req)
 	reply.id = req->id;
 	reply.body_case = RUDA__REPLY__BODY_UTILIZATION;
 	reply.utilization = &ur;
-	ruda__session_reply(s, &reply);
+	ruda__reply_send(s->conn, &reply);
 }

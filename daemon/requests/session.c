@@ -6,83 +6,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "memory/arena.h"
 #include "device/device.h"
 #include "memory/buffer.h"
-#include "requests/collective.h"
 #include "common/config.h"
-#include "requests/dispatch.h"
 #include "exec/graph.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
 #include "common/policy.h"
 #include "ruda.pb-c.h"
-#include "requests/session_arena.h"
-#include "requests/staging.h"
+#include "requests/reply.h"
 #include "exec/throughput_cache.h"
 
-static void on_poll(uv_poll_t *poll, int status, int events);
 static void unthrottle(struct ruda_session *s);
-static void process_frames(struct ruda_session *s);
-static void exclusive_forget(struct ruda_session *s);
 static int locked_out(const struct ruda_session *s);
 static int saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
-static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
-			  struct ruda_handle_table *kernels);
 static void pending_add(struct ruda_session *s);
 
-static void set_poll(struct ruda_session *s, int events)
-{
-	if (events == s->poll_events)
-		return;
-	s->poll_events = events;
-	if (events)
-		uv_poll_start(&s->poll, events, on_poll);
-	else
-		uv_poll_stop(&s->poll);
-}
-
-int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
-			 struct ruda_session **out)
+int ruda__session_create(struct ruda_session_context *ctx, struct ruda_connection *conn,
+			 uint64_t id, pid_t pid, uid_t uid, gid_t gid, struct ruda_session **out)
 {
 	struct ruda_session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->id = id;
 	s->ctx = ctx;
-	s->fd = fd;
+	s->conn = conn;
 	s->state = RUDA_SESSION_HELLO;
 	snprintf(s->name, sizeof(s->name), "?");
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-		s->pid = cred.pid;
-		s->uid = cred.uid;
-		s->gid = cred.gid;
-	}
+	s->pid = pid;
+	s->uid = uid;
+	s->gid = gid;
 	ruda__handle_table_init(&s->buffers);
 	ruda__handle_table_init(&s->kernels);
 	ruda__handle_table_init(&s->profiles);
 	ruda__handle_table_init(&s->streams);
 	ruda__handle_table_init(&s->staging);
 	ruda__handle_table_init(&s->graphs);
-	ruda__frame_writer_init(&s->out);
-	int err = ruda__frame_reader_init(&s->in);
-	if (!err)
-		err = ruda__handle_table_insert(&ctx->sessions, id, s);
+	int err = ruda__handle_table_insert(&ctx->sessions, id, s);
 	if (err) {
-		ruda__frame_reader_finish(&s->in);
 		free(s);
 		return err;
 	}
 	s->usage.connected_ms = s->usage.last_request_ms = uv_now(ctx->loop);
-	uv_poll_init(ctx->loop, &s->poll, fd);
-	s->poll.data = s;
-	set_poll(s, UV_READABLE);
 	pending_add(s);
 	*out = s;
 	return 0;
@@ -179,9 +148,9 @@ static void on_hello_timer(uv_timer_t *timer)
 			 s->pid, timeout);
 		/* id 0: libruda takes it as the reason the connection ends */
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__session_reply_status(s, 0, RUDA_ERROR_TIMEOUT,
-					   "rudad closed this connection: no Hello within %u ms of "
-					   "connecting (handshake_timeout_ms)", timeout);
+		ruda__reply_status(s->conn, 0, RUDA_ERROR_TIMEOUT,
+				   "rudad closed this connection: no Hello within %u ms of "
+				   "connecting (handshake_timeout_ms)", timeout);
 		/* whether or not the reason went out, the slot is freed now */
 		ruda__session_kill(s);
 	}
@@ -193,22 +162,17 @@ void ruda__session_kill(struct ruda_session *s)
 	if (s->state == RUDA_SESSION_DEAD)
 		return;
 	s->state = RUDA_SESSION_DEAD;
-	set_poll(s, 0);
+	ruda__connection_stop(s->conn);
 	s->dead_next = s->ctx->dead;
 	s->ctx->dead = s;
 }
 
-static void free_after_close(uv_handle_t *handle)
-{
-	free(handle->data);
-}
-
-static void free_after_close_timer(uv_handle_t *handle)
+void ruda__session_free_closed(uv_handle_t *handle)
 {
 	free(handle);
 }
 
-void ruda__session_destroy(struct ruda_session *s)
+void ruda__session_detach(struct ruda_session *s)
 {
 	struct ruda_session_context *ctx = s->ctx;
 	log_info("session %llu (uid %u, pid %d, \"%s\"): closed, %llu buffers, %llu bytes released",
@@ -226,8 +190,21 @@ void ruda__session_destroy(struct ruda_session *s)
 	ruda__session_hello_done(s);
 	if (s->throttled)
 		unthrottle(s);
-	exclusive_forget(s);
-	ruda__collective_session_gone(s);
+	ruda__session_exclusive_forget(s);
+}
+
+/* A stream of the session ends, and the graph it was capturing with it. */
+static void stream_finish(struct ruda_stream *st)
+{
+	if (st->capture)
+		ruda__graph_put(st->capture);
+	st->capture = NULL;
+	ruda__stream_finish(st);
+}
+
+void ruda__session_release(struct ruda_session *s)
+{
+	struct ruda_session_context *ctx = s->ctx;
 	struct ruda_session_profile *prof;
 	while ((prof = ruda__handle_table_pop(&s->profiles, NULL)))
 		if (prof->refused)
@@ -241,135 +218,28 @@ void ruda__session_destroy(struct ruda_session *s)
 	if (s->arena) {
 		struct ruda_stream *st;
 		while ((st = ruda__handle_table_pop(&s->streams, NULL))) {
-			ruda__stream_finish(st);
+			stream_finish(st);
 			free(st);
 		}
-		ruda__stream_finish(&s->stream);
+		stream_finish(&s->stream);
 	}
 	ruda__handle_table_finish(&s->streams);
-	ruda__graph_release_all(s);
+	ruda__graph_release_all(&s->graphs);
 	ruda__handle_table_finish(&s->graphs);
 	free(s->pending_writes);
 	/* the uid's quota is free at once; the buffers themselves go in
 	 * batches (remains_defer), as a session may hold a million */
 	ruda__session_uncharge(s, s->bytes, s->requested);
 	s->own_pages = 0;
-	remains_defer(ctx, &s->buffers, &s->kernels);
-	ruda__staging_release_all(s);
+	ruda__session_remains_defer(ctx, &s->buffers, &s->kernels);
 	if (s->arena) {
 		ruda__arena_forget_waiter(s->arena); /* an import may still be running */
 		ruda_ref_put(&s->arena->ref);
 	}
-	ruda__frame_reader_finish(&s->in);
-	ruda__frame_writer_finish(&s->out);
-	close(s->fd);
-	uv_close((uv_handle_t *)&s->poll, free_after_close);
 }
 
-/* ---- closed sessions' buffers and kernels ---------------------------------- */
-
-struct ruda_session_remains {
-	struct ruda_session_remains *next;
-	struct ruda_handle_table buffers, kernels; /* taken from the session */
-	size_t at; /* the next slot: of buffers, then (past their cap) of kernels */
-};
-
-static void remains_free_all(struct ruda_session_remains *r)
+void ruda__session_submit_dirty(struct ruda_session_context *ctx)
 {
-	ruda__handle_table_finish(&r->buffers);
-	ruda__handle_table_finish(&r->kernels);
-	free(r);
-}
-
-/* Release one slot's value; the tables are walked, not popped: no entry
- * moves, and the whole walk is O(slots). */
-static void remains_release_slot(struct ruda_session_remains *r, size_t slot)
-{
-	if (slot < r->buffers.cap) {
-		struct ruda_session_buffer *b = r->buffers.slots[slot].value;
-		if (!b)
-			return;
-		if (b->buffer)
-			ruda__buffer_put(b->buffer);
-		free(b->error_message);
-		free(b);
-		return;
-	}
-	struct ruda_session_kernel *k = r->kernels.slots[slot - r->buffers.cap].value;
-	if (k) {
-		ruda__pipeline_put(k->pipeline);
-		free(k);
-	}
-}
-
-int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max)
-{
-	size_t done = 0;
-	while (ctx->remains && done < max) {
-		struct ruda_session_remains *r = ctx->remains;
-		size_t end = r->buffers.cap + r->kernels.cap;
-		/* empty slots cost little, but count them too: the batch bounds
-		 * the time, not only the releases */
-		while (r->at < end && done < max) {
-			remains_release_slot(r, r->at++);
-			done++;
-		}
-		if (r->at < end)
-			break;
-		ctx->remains = r->next;
-		remains_free_all(r);
-	}
-	if (!ctx->remains && ctx->remains_idle)
-		uv_idle_stop(ctx->remains_idle);
-	return ctx->remains != NULL;
-}
-
-static void on_remains_idle(uv_idle_t *idle)
-{
-	ruda__session_remains_release(idle->data, RUDA_SESSION_TEARDOWN_BATCH);
-}
-
-/* Take the session's buffers and kernels to release them later; a few are
- * released at once (most sessions have a few). */
-static void remains_defer(struct ruda_session_context *ctx, struct ruda_handle_table *buffers,
-			  struct ruda_handle_table *kernels)
-{
-	struct ruda_session_remains *r = NULL;
-	if (buffers->count + kernels->count > 64 && ctx->loop)
-		r = calloc(1, sizeof(*r));
-	if (r && !ctx->remains_idle && (ctx->remains_idle = malloc(sizeof(uv_idle_t)))) {
-		uv_idle_init(ctx->loop, ctx->remains_idle);
-		ctx->remains_idle->data = ctx;
-	}
-	if (!r || !ctx->remains_idle) {
-		/* now, all of it (out of memory: the same, only slower) */
-		struct ruda_session_remains now = {.buffers = *buffers, .kernels = *kernels};
-		for (size_t i = 0; i < now.buffers.cap + now.kernels.cap; i++)
-			remains_release_slot(&now, i);
-		ruda__handle_table_finish(buffers);
-		ruda__handle_table_finish(kernels);
-		free(r);
-		return;
-	}
-	r->buffers = *buffers;
-	r->kernels = *kernels;
-	ruda__handle_table_init(buffers);
-	ruda__handle_table_init(kernels);
-	/* at the tail: an earlier session's remains go first */
-	struct ruda_session_remains **tail = &ctx->remains;
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = r;
-	uv_idle_start(ctx->remains_idle, on_remains_idle);
-}
-
-void ruda__session_context_tick(struct ruda_session_context *ctx)
-{
-	while (ctx->dead) {
-		struct ruda_session *s = ctx->dead;
-		ctx->dead = s->dead_next;
-		ruda__session_destroy(s);
-	}
 	ruda__stream_submit_dirty(&ctx->dirty);
 }
 
@@ -409,8 +279,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 		s->throttled = 0;
 		if (s->state != RUDA_SESSION_READY)
 			continue;
-		set_poll(s, ruda__frame_writer_pending(&s->out) ? UV_WRITABLE : UV_READABLE);
-		process_frames(s); /* those already received come first */
+		ruda__connection_resume(s->conn);
 	}
 	for (struct ruda_session *s = ctx->throttled; s; s = s->throttled_next)
 		if (s->held) {
@@ -589,99 +458,6 @@ struct ruda_stream *ruda__session_stream(struct ruda_session *s, uint32_t id)
 	return st;
 }
 
-/* ---- memory accounting ------------------------------------------------- */
-
-/* The bytes every session of `uid` holds in `table` (uid -> uint64_t). */
-static uint64_t uid_held(const struct ruda_handle_table *table, uid_t uid)
-{
-	uint64_t *bytes = ruda__handle_table_get(table, uid);
-	return bytes ? *bytes : 0;
-}
-
-/* Add `bytes` to the uid's count in `table` unless that or the session's
- * own count `*held` would pass its limit (0: none). */
-static ruda_status charge(struct ruda_handle_table *table, uid_t uid, uint64_t *held,
-			  uint64_t limit, uint64_t uid_limit, uint64_t bytes)
-{
-	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
-	uint64_t uid_total = uid_bytes ? *uid_bytes : 0;
-	if ((limit && (bytes > limit || *held > limit - bytes)) ||
-	    (uid_limit && (bytes > uid_limit || uid_total > uid_limit - bytes)))
-		return RUDA_ERROR_QUOTA;
-	if (!uid_bytes) {
-		uid_bytes = calloc(1, sizeof(*uid_bytes));
-		if (!uid_bytes || ruda__handle_table_insert(table, uid, uid_bytes) < 0) {
-			free(uid_bytes);
-			return RUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
-	*uid_bytes += bytes;
-	*held += bytes;
-	return RUDA_OK;
-}
-
-static void uncharge(struct ruda_handle_table *table, uid_t uid, uint64_t *held, uint64_t bytes)
-{
-	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
-	if (uid_bytes) {
-		*uid_bytes -= bytes;
-		if (*uid_bytes == 0)
-			free(ruda__handle_table_remove(table, uid));
-	}
-	*held -= bytes;
-}
-
-uint64_t ruda__session_uid_bytes(const struct ruda_session_context *ctx, uid_t uid)
-{
-	return uid_held(&ctx->uid_bytes, uid);
-}
-
-ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
-{
-	ruda_status st = charge(&s->ctx->uid_bytes, s->uid, &s->bytes, s->quota, s->uid_quota,
-				allocated);
-	if (st == RUDA_OK)
-		s->requested += requested;
-	return st;
-}
-
-void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t requested)
-{
-	uncharge(&s->ctx->uid_bytes, s->uid, &s->bytes, allocated);
-	s->requested -= requested;
-}
-
-ruda_status ruda__session_charge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
-{
-	ruda_status st = ruda__session_charge(s, b->allocated, b->size);
-	if (st == RUDA_OK && ruda__memory_dedicated(&b->memory))
-		s->own_pages++;
-	return st;
-}
-
-void ruda__session_uncharge_buffer(struct ruda_session *s, const struct ruda_buffer *b)
-{
-	ruda__session_uncharge(s, b->allocated, b->size);
-	if (ruda__memory_dedicated(&b->memory))
-		s->own_pages--;
-}
-
-uint64_t ruda__session_uid_staging(const struct ruda_session_context *ctx, uid_t uid)
-{
-	return uid_held(&ctx->uid_staging, uid);
-}
-
-ruda_status ruda__session_charge_staging(struct ruda_session *s, uint64_t bytes)
-{
-	return charge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, s->staging_quota,
-		      s->staging_uid_quota, bytes);
-}
-
-void ruda__session_uncharge_staging(struct ruda_session *s, uint64_t bytes)
-{
-	uncharge(&s->ctx->uid_staging, s->uid, &s->staging_bytes, bytes);
-}
-
 static void submit_one(struct ruda_stream *st, void *data)
 {
 	(void)data;
@@ -730,262 +506,26 @@ void ruda__session_profile_free(struct ruda_session *s, struct ruda_session_prof
 	free(p);
 }
 
-/* ---- exclusive access ---------------------------------------------------- */
-
-/*
- * A lease stops every other session, so leases are rationed: after a lease
- * of d ms, the holder's uid waits d * (100 - exclusive_share) / exclusive_share
- * ms before its next one is granted (administrators do not wait), and no
- * lease lasts past max_exclusive_ms. A client that took leases back to
- * back got the device nearly alone (others got 54 results in 38 s instead
- * of ~7000); now the others get at least 100 - exclusive_share percent of
- * the time.
- */
-
-static void exclusive_release(struct ruda_session_context *ctx);
-static void exclusive_next(struct ruda_session_context *ctx);
-
-uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx)
-{
-	if (ctx->policy)
-		return ctx->policy->config->max_exclusive_ms;
-	return ctx->max_exclusive_ms ? ctx->max_exclusive_ms : 10000;
-}
-
-/* The uv_now() before which a lease for `s` is not granted (0: none). */
-static uint64_t exclusive_not_before(struct ruda_session_context *ctx, const struct ruda_session *s)
-{
-	uint64_t *until = ruda__handle_table_get(&ctx->uid_exclusive, s->uid);
-	if (!until)
-		return 0;
-	if (*until <= uv_now(ctx->loop)) {
-		free(ruda__handle_table_remove(&ctx->uid_exclusive, s->uid));
-		return 0;
-	}
-	return s->admin ? 0 : *until;
-}
-
-static void on_exclusive_timeout(uv_timer_t *timer)
-{
-	struct ruda_session_context *ctx = timer->data;
-	struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, ctx->exclusive);
-	log_warn("session %llu: exclusive lease expired after %u ms",
-		 (unsigned long long)ctx->exclusive, ctx->exclusive_timeout_ms);
-	/* its ExclusiveEnd is told, rather than looking like a misuse */
-	if (s)
-		s->lease_expired_ms = ctx->exclusive_timeout_ms ? ctx->exclusive_timeout_ms : 1;
-	exclusive_release(ctx);
-}
-
-static void exclusive_grant(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	uint32_t limit = ruda__session_exclusive_limit_ms(ctx);
-	if (!timeout_ms || timeout_ms > limit)
-		timeout_ms = limit;
-	if (!ctx->exclusive_timer && (ctx->exclusive_timer = malloc(sizeof(uv_timer_t)))) {
-		uv_timer_init(ctx->loop, ctx->exclusive_timer);
-		ctx->exclusive_timer->data = ctx;
-	}
-	ctx->exclusive = s->id;
-	ctx->exclusive_uid = s->uid;
-	ctx->exclusive_admin = s->admin;
-	ctx->exclusive_since_ms = uv_now(ctx->loop);
-	ctx->exclusive_timeout_ms = timeout_ms;
-	s->lease_expired_ms = 0; /* a new lease: the old one's expiry is moot */
-	if (ctx->exclusive_timer)
-		uv_timer_start(ctx->exclusive_timer, on_exclusive_timeout, timeout_ms, 0);
-	log_info("session %llu (uid %u, pid %d): exclusive lease for up to %u ms",
-		 (unsigned long long)s->id, s->uid, s->pid, timeout_ms);
-	ruda__session_reply_status(s, request, RUDA_OK, NULL);
-}
-
-/* Remember when the uid of the lease ending now may have its next one. */
-static void exclusive_cool_down(struct ruda_session_context *ctx)
-{
-	uint32_t share = ctx->policy ? ctx->policy->config->exclusive_share : 100;
-	if (ctx->exclusive_admin || !share || share >= 100)
-		return;
-	uint64_t now = uv_now(ctx->loop), held = now - ctx->exclusive_since_ms;
-	uint64_t until = now + held * (100 - share) / share;
-	uint64_t *entry = ruda__handle_table_get(&ctx->uid_exclusive, ctx->exclusive_uid);
-	if (!entry) {
-		entry = malloc(sizeof(*entry));
-		if (!entry || ruda__handle_table_insert(&ctx->uid_exclusive, ctx->exclusive_uid,
-							entry) < 0) {
-			free(entry); /* out of memory: this one lease is not counted */
-			return;
-		}
-		*entry = 0;
-	}
-	if (until > *entry)
-		*entry = until;
-}
-
-static void on_exclusive_cooled(uv_timer_t *timer)
-{
-	struct ruda_session_context *ctx = timer->data;
-	if (!ctx->exclusive)
-		exclusive_next(ctx);
-}
-
-/* Grant the lease to the first live waiter whose uid may have one now;
- * the others keep their place. When only waiters that must wait are left,
- * a timer comes back for the first of them. */
-static void exclusive_next(struct ruda_session_context *ctx)
-{
-	uint64_t soonest = 0;
-	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
-	while (*link && !ctx->exclusive) {
-		struct ruda_exclusive_wait *w = *link;
-		struct ruda_session *s = ruda__handle_table_get(&ctx->sessions, w->session);
-		if (!s || s->state != RUDA_SESSION_READY) {
-			*link = w->next;
-			free(w);
-			continue;
-		}
-		uint64_t not_before = exclusive_not_before(ctx, s);
-		if (not_before) {
-			if (!soonest || not_before < soonest)
-				soonest = not_before;
-			link = &w->next;
-			continue;
-		}
-		*link = w->next;
-		exclusive_grant(s, w->request, w->timeout_ms);
-		free(w);
-	}
-	if (ctx->exclusive || !soonest)
-		return;
-	if (!ctx->exclusive_cool_timer && (ctx->exclusive_cool_timer = malloc(sizeof(uv_timer_t)))) {
-		uv_timer_init(ctx->loop, ctx->exclusive_cool_timer);
-		ctx->exclusive_cool_timer->data = ctx;
-	}
-	if (ctx->exclusive_cool_timer) {
-		uint64_t now = uv_now(ctx->loop);
-		uv_timer_start(ctx->exclusive_cool_timer, on_exclusive_cooled,
-			       soonest > now ? soonest - now : 0, 0);
-	}
-}
-
-/* The lease ends: the next waiter that may gets it, or everyone goes on. */
-static void exclusive_release(struct ruda_session_context *ctx)
-{
-	exclusive_cool_down(ctx);
-	ctx->exclusive = 0;
-	if (ctx->exclusive_timer)
-		uv_timer_stop(ctx->exclusive_timer);
-	exclusive_next(ctx);
-	ruda__session_context_resume(ctx);
-}
-
-int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	if (ctx->exclusive == s->id) {
-		/* held already: granted again, but it ends when it would have
-		 * (asking again does not make a lease longer) */
-		ruda__session_reply_status(s, request, RUDA_OK, NULL);
-		return 1;
-	}
-	if (!ctx->exclusive && !ctx->exclusive_waiting && !exclusive_not_before(ctx, s)) {
-		exclusive_grant(s, request, timeout_ms);
-		return 1;
-	}
-	struct ruda_exclusive_wait *w = malloc(sizeof(*w)), **tail = &ctx->exclusive_waiting;
-	if (!w) {
-		ruda__session_reply_status(s, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		return 0;
-	}
-	*w = (struct ruda_exclusive_wait){.session = s->id, .request = request,
-					  .timeout_ms = timeout_ms};
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = w;
-	if (!ctx->exclusive)
-		exclusive_next(ctx); /* a waiter that must wait: its timer */
-	return ctx->exclusive == s->id;
-}
-
-int ruda__session_exclusive_end(struct ruda_session *s)
-{
-	if (s->ctx->exclusive != s->id) {
-		if (!s->lease_expired_ms)
-			return -ENOENT;
-		return -ETIMEDOUT;
-	}
-	exclusive_release(s->ctx);
-	return 0;
-}
-
-/* A session that ends holds no lease and waits for none. */
-static void exclusive_forget(struct ruda_session *s)
-{
-	struct ruda_session_context *ctx = s->ctx;
-	struct ruda_exclusive_wait **link = &ctx->exclusive_waiting;
-	while (*link) {
-		if ((*link)->session == s->id) {
-			struct ruda_exclusive_wait *w = *link;
-			*link = w->next;
-			free(w);
-		} else {
-			link = &(*link)->next;
-		}
-	}
-	if (ctx->exclusive == s->id)
-		exclusive_release(ctx);
-}
-
 void ruda__session_context_finish(struct ruda_session_context *ctx)
 {
-	ruda__session_remains_release(ctx, SIZE_MAX);
+	ruda__session_remains_finish(ctx);
 	ruda__handle_table_finish(&ctx->uid_pending);
 	if (ctx->hello_timer) {
 		uv_timer_stop(ctx->hello_timer);
-		uv_close((uv_handle_t *)ctx->hello_timer, free_after_close_timer);
+		uv_close((uv_handle_t *)ctx->hello_timer, ruda__session_free_closed);
 		ctx->hello_timer = NULL;
 	}
-	if (ctx->remains_idle) {
-		uv_idle_stop(ctx->remains_idle);
-		uv_close((uv_handle_t *)ctx->remains_idle, free_after_close_timer);
-		ctx->remains_idle = NULL;
-	}
-	ruda__collective_finish(ctx);
-	ruda__session_arenas_finish(ctx);
 	free(ctx->scratch);
 	ctx->scratch = NULL;
 	for (uint32_t i = 0; ctx->throughput_caches && i < ctx->ndevices; i++)
 		ruda__throughput_cache_free(ctx->throughput_caches[i]);
 	free(ctx->throughput_caches);
 	ctx->throughput_caches = NULL;
-	uint64_t *bytes;
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_bytes, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_bytes);
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_staging, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_staging);
-	while (ctx->exclusive_waiting) {
-		struct ruda_exclusive_wait *w = ctx->exclusive_waiting;
-		ctx->exclusive_waiting = w->next;
-		free(w);
-	}
-	while ((bytes = ruda__handle_table_pop(&ctx->uid_exclusive, NULL)))
-		free(bytes);
-	ruda__handle_table_finish(&ctx->uid_exclusive);
-	if (ctx->exclusive_cool_timer) {
-		uv_timer_stop(ctx->exclusive_cool_timer);
-		uv_close((uv_handle_t *)ctx->exclusive_cool_timer, free_after_close_timer);
-		ctx->exclusive_cool_timer = NULL;
-	}
-	if (ctx->exclusive_timer) {
-		uv_timer_stop(ctx->exclusive_timer);
-		uv_close((uv_handle_t *)ctx->exclusive_timer, free_after_close_timer);
-		ctx->exclusive_timer = NULL;
-	}
+	ruda__session_quota_finish(ctx);
+	ruda__session_exclusive_finish(ctx);
 	if (ctx->priority_timer) {
 		uv_timer_stop(ctx->priority_timer);
-		uv_close((uv_handle_t *)ctx->priority_timer, free_after_close_timer);
+		uv_close((uv_handle_t *)ctx->priority_timer, ruda__session_free_closed);
 		ctx->priority_timer = NULL;
 	}
 }
@@ -1002,94 +542,6 @@ void ruda__session_violation(struct ruda_session *s, const char *fmt, ...)
 	ruda__session_kill(s);
 }
 
-void ruda__session_flush(struct ruda_session *s)
-{
-	if (s->state == RUDA_SESSION_DEAD)
-		return;
-	int err = ruda__frame_writer_flush(&s->out, s->fd, MSG_DONTWAIT);
-	if (err == 0) {
-		if (s->state == RUDA_SESSION_CLOSING) {
-			ruda__session_kill(s);
-			return;
-		}
-		set_poll(s, s->throttled ? UV_DISCONNECT : UV_READABLE);
-	} else if (err == -EAGAIN) {
-		if (ruda__frame_writer_pending(&s->out) > s->ctx->max_output) {
-			log_warn("session %llu (uid %u, pid %d): %zu reply bytes unread; disconnecting",
-				 (unsigned long long)s->id, s->uid, s->pid,
-				 ruda__frame_writer_pending(&s->out));
-			ruda__session_kill(s);
-			return;
-		}
-		/* stop reading a client that does not read: it is the backpressure */
-		set_poll(s, UV_WRITABLE);
-	} else {
-		log_debug("session %llu: send failed: %s", (unsigned long long)s->id, strerror(-err));
-		ruda__session_kill(s);
-	}
-}
-
-void ruda__session_reply(struct ruda_session *s, Ruda__Reply *reply)
-{
-	if (s->state == RUDA_SESSION_DEAD)
-		return;
-	size_t size = ruda__reply__get_packed_size(reply);
-	uint8_t *dst = size <= RUDA_FRAME_MAX_PAYLOAD
-			       ? ruda__frame_writer_reserve(&s->out, (uint32_t)size)
-			       : NULL;
-	if (!dst) {
-		log_error("session %llu: cannot queue a %zu-byte reply", (unsigned long long)s->id,
-			  size);
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__reply__pack(reply, dst);
-	ruda__frame_writer_commit(&s->out, (uint32_t)size);
-	ruda__session_flush(s);
-}
-
-void ruda__session_reply_fds(struct ruda_session *s, Ruda__Reply *reply, int *fds, uint16_t nfds)
-{
-	uint8_t buf[RUDA_FRAME_MAX_PAYLOAD];
-	size_t size = ruda__reply__get_packed_size(reply);
-	if (s->state == RUDA_SESSION_DEAD || size > sizeof(buf)) {
-		for (uint16_t i = 0; i < nfds; i++)
-			close(fds[i]);
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__reply__pack(reply, buf);
-	if (ruda__frame_writer_append(&s->out, buf, (uint32_t)size, fds, nfds) < 0) {
-		ruda__session_kill(s);
-		return;
-	}
-	ruda__session_flush(s);
-}
-
-void ruda__session_reply_fd(struct ruda_session *s, Ruda__Reply *reply, int fd)
-{
-	ruda__session_reply_fds(s, reply, &fd, 1);
-}
-
-void ruda__session_reply_status(struct ruda_session *s, uint64_t request, ruda_status status,
-				const char *fmt, ...)
-{
-	char message[512] = "";
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(message, sizeof(message), fmt, ap);
-		va_end(ap);
-	}
-	Ruda__Reply reply = RUDA__REPLY__INIT;
-	reply.id = request;
-	reply.status = (Ruda__Status)status;
-	reply.message = message;
-	ruda__session_reply(s, &reply);
-}
-
-/* Run the complete frames buffered, until the stream has as much GPU work
- * in flight as one client may have. */
 static void any_saturated(struct ruda_stream *st, void *data)
 {
 	*(int *)data |= ruda__stream_saturated(st);
@@ -1197,86 +649,39 @@ static void throttle(struct ruda_session *s)
 	if (s->held)
 		arm_priority_timer(s->ctx);
 	/* still notice a client that goes away */
-	set_poll(s, (s->poll_events & UV_WRITABLE) | UV_DISCONNECT);
+	ruda__connection_pause(s->conn);
 }
 
-static void process_frames(struct ruda_session *s)
+int ruda__session_takes_frame(struct ruda_session *s)
 {
-	struct ruda_frame frame;
-	int r;
-	if (locked_out(s) && !s->throttled) {
+	if (locked_out(s)) {
+		if (!s->throttled)
+			throttle(s);
+		return 0;
+	}
+	if (s->state == RUDA_SESSION_DEAD || s->state == RUDA_SESSION_CLOSING || s->throttled)
+		return 0;
+	/* held back since the last frame (a higher priority woke up): the next
+	 * frame waits too */
+	if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
 		throttle(s);
-		return;
+		return 0;
 	}
-	while (s->state != RUDA_SESSION_DEAD && s->state != RUDA_SESSION_CLOSING &&
-	       !s->throttled) {
-		/* held back since the last frame (a higher priority woke up):
-		 * the next frame waits too */
-		if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
-			throttle(s);
-			break;
-		}
-		if ((r = ruda__frame_reader_next(&s->in, &frame)) == 0)
-			break;
-		if (r < 0) {
-			ruda__session_violation(s, "malformed frame header");
-			return;
-		}
-		ruda__dispatch_frame(s, &frame);
-		if (s->parked) {
-			/* its arena is being imported: the same frame again, once it is */
-			s->parked = 0;
-			s->usage.requests--;
-			ruda__frame_reader_unread(&s->in, &frame);
-			throttle(s);
-			break;
-		}
-		/* backpressure: take no more requests until the GPU catches up
-		 * (or the session holding the device alone is done) */
-		if (s->state == RUDA_SESSION_READY &&
-		    (saturated(s) || locked_out(s)))
-			throttle(s);
-	}
+	return 1;
 }
 
-static void session_read(struct ruda_session *s)
+int ruda__session_frame_done(struct ruda_session *s)
 {
-	ssize_t n = ruda__frame_reader_recv(&s->in, s->fd, MSG_DONTWAIT);
-	if (n == -EAGAIN)
-		return;
-	if (n == 0 || (n < 0 && n != -EPROTO)) {
-		if (ruda__frame_reader_pending(&s->in))
-			log_warn("session %llu (uid %u, pid %d): connection ended inside a frame",
-				 (unsigned long long)s->id, s->uid, s->pid);
-		ruda__session_kill(s);
-		return;
+	if (s->parked) {
+		/* its arena is being imported: the same frame again, once it is */
+		s->parked = 0;
+		s->usage.requests--;
+		throttle(s);
+		return 1;
 	}
-	if (n == -EPROTO) {
-		ruda__session_violation(s, "too many file descriptors or truncated control data");
-		return;
-	}
-	process_frames(s);
-	/* fds come with their frame's first bytes: any left over once every
-	 * byte is a whole frame were claimed by none */
-	if (s->state == RUDA_SESSION_READY && !s->throttled && s->in.nfds &&
-	    !ruda__frame_reader_pending(&s->in))
-		ruda__session_violation(s, "file descriptors that no frame claims");
-}
-
-static void on_poll(uv_poll_t *poll, int status, int events)
-{
-	struct ruda_session *s = poll->data;
-	if (status < 0) {
-		ruda__session_kill(s);
-		return;
-	}
-	if (events & UV_DISCONNECT) {
-		ruda__session_kill(s);
-		return;
-	}
-	if (events & UV_WRITABLE)
-		ruda__session_flush(s);
-	if ((events & UV_READABLE) && s->state != RUDA_SESSION_DEAD &&
-	    s->state != RUDA_SESSION_CLOSING)
-		session_read(s);
+	/* backpressure: take no more requests until the GPU catches up (or the
+	 * session holding the device alone is done) */
+	if (s->state == RUDA_SESSION_READY && (saturated(s) || locked_out(s)))
+		throttle(s);
+	return 0;
 }

@@ -1,8 +1,10 @@
 /*
- * One client connection and its session: the socket and its framing, the
- * peer's identity, the arena, the stream, and the buffers and kernels the
- * client named. Everything is released when the connection ends, however
- * it ends; GPU work already submitted keeps what it uses alive until done.
+ * A client's session: the peer's identity, the arena, the streams, the
+ * buffers and kernels the client named, its quotas, profiling windows and
+ * exclusive lease. Its connection (the socket and its framing) belongs to
+ * the server layer, reached through requests/reply.h. Everything is
+ * released when the connection ends, however it ends; GPU work already
+ * submitted keeps what it uses alive until done.
  */
 #ifndef RUDA_SESSION_H
 #define RUDA_SESSION_H
@@ -13,12 +15,12 @@
 
 #include <ruda/status.h>
 
-#include "../../proto/frame.h"
 #include "common/handle_table.h"
 #include "exec/stream.h"
 
 struct ruda_arena;
 struct ruda_buffer;
+struct ruda_connection;
 struct ruda_pipeline;
 struct ruda_policy;
 struct ruda_throughput_cache;
@@ -153,11 +155,7 @@ struct ruda_session {
 	struct ruda_session *hello_prev, *hello_next; /* while pending */
 	int pending; /* on the context's list of connections without a Hello */
 	int throttled;
-	int fd;
-	uv_poll_t poll;
-	int poll_events;
-	struct ruda_frame_reader in;
-	struct ruda_frame_writer out;
+	struct ruda_connection *conn; /* borrowed: it owns the session */
 	enum ruda_session_state state;
 	pid_t pid;
 	uid_t uid;
@@ -202,7 +200,8 @@ struct ruda_session {
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
-		     * (dispatch.c): process_frames runs it again once done */
+		     * (session_arena.c): the connection hands its frame again
+		     * once done (ruda__session_frame_done) */
 	/* the staging region whose import the parked request waits for
 	 * (borrowed: requests stop while it waits, so it cannot be detached;
 	 * cleared when the session is resumed) */
@@ -210,9 +209,10 @@ struct ruda_session {
 	struct ruda_session_usage usage;
 };
 
-/* Take ownership of connected socket `fd`. */
-int ruda__session_create(struct ruda_session_context *ctx, int fd, uint64_t id,
-			 struct ruda_session **out);
+/* The session of connection `conn` (server/connection.c makes both), from
+ * peer `pid`, `uid`, `gid`; pending until its Hello. */
+int ruda__session_create(struct ruda_session_context *ctx, struct ruda_connection *conn,
+			 uint64_t id, pid_t pid, uid_t uid, gid_t gid, struct ruda_session **out);
 /* Connections of `uid` that have not said Hello yet. */
 uint32_t ruda__session_pending(const struct ruda_session_context *ctx, uid_t uid);
 /* The session's Hello has come (whatever it will be answered): it is no
@@ -221,9 +221,8 @@ void ruda__session_hello_done(struct ruda_session *session);
 /* Mark the session for destruction at the end of this loop iteration; it
  * reads and replies no more. Safe from any callback. */
 void ruda__session_kill(struct ruda_session *session);
-/* Destroy the sessions killed so far and submit the streams with recorded
- * work (end of a loop iteration). */
-void ruda__session_context_tick(struct ruda_session_context *ctx);
+/* Submit the streams with recorded work (end of a loop iteration). */
+void ruda__session_submit_dirty(struct ruda_session_context *ctx);
 /* Buffers and kernels released per loop iteration after a session closed. */
 #define RUDA_SESSION_TEARDOWN_BATCH 4096u
 /* Release up to `max` of the closed sessions' buffers and kernels; returns
@@ -297,23 +296,39 @@ void ruda__session_context_finish(struct ruda_session_context *ctx);
 /* Read again from the sessions whose GPU work has drained (after device
  * progress). */
 void ruda__session_context_resume(struct ruda_session_context *ctx);
-/* Release everything and close the connection (its memory goes once the
- * poll handle is closed). */
-void ruda__session_destroy(struct ruda_session *session);
+/* The session ends (server/connection.c, in this order): detach takes it
+ * off every list (sessions, dead, pending, throttled, exclusive); the
+ * request layer then drops what its requests made; release lets go of its
+ * streams, graphs, buffers, kernels, profiles and arena. Its memory goes
+ * with the connection. */
+void ruda__session_detach(struct ruda_session *session);
+void ruda__session_release(struct ruda_session *session);
 
-/* Queue a reply (`body` set by the caller, or NULL). */
-void ruda__session_reply(struct ruda_session *session, struct Ruda__Reply *reply);
-/* Queue a reply that passes `fd` (the session takes ownership of it). */
-void ruda__session_reply_fd(struct ruda_session *session, struct Ruda__Reply *reply, int fd);
-/* The same with `nfds` descriptors (all taken, whatever happens). */
-void ruda__session_reply_fds(struct ruda_session *session, struct Ruda__Reply *reply, int *fds,
-			     uint16_t nfds);
-/* Queue a reply with only a status and message. */
-void ruda__session_reply_status(struct ruda_session *session, uint64_t request,
-				ruda_status status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-/* Send what is queued now, or as soon as the socket takes it. */
-void ruda__session_flush(struct ruda_session *session);
+/* Whether the connection may hand the session another frame now; when
+ * not because the session must wait (its GPU work, a higher priority, an
+ * exclusive lease), it is throttled until ruda__session_context_resume. */
+int ruda__session_takes_frame(struct ruda_session *session);
+/* After a frame was dispatched: 1 when its request parked (it waits for
+ * the arena's import) and the same frame must be handed again once the
+ * session resumes; 0 otherwise (the session may be throttled). */
+int ruda__session_frame_done(struct ruda_session *session);
+
+/* The session's parts in files of their own, for session.c: */
+/* session_exclusive.c: a session that ends holds no lease and waits for
+ * none; at shutdown, the leases' lists and timers go */
+void ruda__session_exclusive_forget(struct ruda_session *session);
+void ruda__session_exclusive_finish(struct ruda_session_context *ctx);
+/* session_quota.c: the per-uid tables go (shutdown) */
+void ruda__session_quota_finish(struct ruda_session_context *ctx);
+/* session_remains.c: take a closed session's buffers and kernels, to be
+ * released a batch per loop iteration; at shutdown, all of them at once */
+void ruda__session_remains_defer(struct ruda_session_context *ctx,
+				 struct ruda_handle_table *buffers,
+				 struct ruda_handle_table *kernels);
+void ruda__session_remains_finish(struct ruda_session_context *ctx);
+/* uv_close callback of the handles the context owns: frees them */
+void ruda__session_free_closed(uv_handle_t *handle);
+
 /* Drop the client for a protocol violation. */
 void ruda__session_violation(struct ruda_session *session, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -7,8 +7,10 @@
 
 #include "memory/buffer.h"
 #include "device/device.h"
+#include "exec/copy.h"
 #include "memory/host_staging.h"
 #include "common/log.h"
+#include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
 
@@ -38,7 +40,7 @@ static void reply(struct to_client_waiter *w, ruda_status status, const char *wh
 {
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s && s->state == RUDA_SESSION_READY)
-		ruda__session_reply_status(s, w->request, status, "to_client: %s", why);
+		ruda__reply_status(s->conn, w->request, status, "to_client: %s", why);
 }
 
 static void waiter_free(struct to_client_waiter *w)
@@ -115,32 +117,25 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		return;
 	}
 	struct ruda_device *d = w->dst->device;
-	VkBuffer host = ruda__host_staging_buffer(w->staging, d);
-	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
-	if (!sub) {
-		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "cannot record the copy into the target device");
-		waiter_free(w);
-		return;
-	}
-	if (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
-	    ruda__submission_hold(sub, &w->dst->ref) < 0) {
-		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		waiter_free(w);
-		return;
-	}
-	if (has_tail(w->size)) {
+	struct ruda_copy c = {
+		.src = ruda__host_staging_buffer(w->staging, d),
+		.dst = w->dst->vk,
+		.region = {.srcOffset = 0, .dstOffset = 0, .size = w->size},
+		.hold = {&w->staging->ref, &w->dst->ref},
 		/* the word the copy does not reach may hold another client's
 		 * bytes: zero it first */
-		vkCmdFillBuffer(sub->cmd, w->dst->vk, w->size & ~(uint64_t)3, VK_WHOLE_SIZE, 0);
-		ruda__record_barrier(sub->cmd);
-	}
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
-	if (w->size)
-		vkCmdCopyBuffer(sub->cmd, host, w->dst->vk, 1, &region);
+		.zero = has_tail(w->size),
+		.zero_from = w->size & ~(uint64_t)3,
+	};
 	w->base.done = into_target_done;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub); /* on failure the waiter hears it */
+	/* on a failed submission the waiter hears it */
+	int rc = ruda__copy_submit(d, &c, &w->base, NULL);
+	if (rc == -EAGAIN || rc == -ENOMEM) {
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY,
+		      rc == -EAGAIN ? "cannot record the copy into the target device"
+				    : "out of memory");
+		waiter_free(w);
+	}
 }
 
 /* The bytes are in tmp and the staging is made: tmp -> host memory on the
@@ -153,36 +148,27 @@ static void maybe_stage(struct to_client_waiter *w)
 	if (w->error == RUDA_OK && (!t || t->state != RUDA_SESSION_READY))
 		w->error = RUDA_ERROR_DISCONNECTED;
 	struct ruda_device *d = w->tmp->device;
-	VkBuffer host = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
-					    : VK_NULL_HANDLE;
-	struct ruda_submission *sub = host ? ruda__submission_begin(d) : NULL;
-	if (sub && (ruda__submission_hold(sub, &w->staging->ref) < 0 ||
-		    ruda__submission_hold(sub, &w->tmp->ref) < 0)) {
-		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		sub = NULL;
-	}
-	if (!sub) {
+	struct ruda_buffer *tmp = w->tmp;
+	struct ruda_copy c = {
+		.src = tmp->vk,
+		.dst = w->error == RUDA_OK ? ruda__host_staging_buffer(w->staging, d)
+					   : VK_NULL_HANDLE,
+		.region = {.srcOffset = 0, .dstOffset = 0, .size = w->size},
+		.hold = {w->staging ? &w->staging->ref : NULL, &tmp->ref},
+		.after_transfer = 1, /* the copy into tmp */
+	};
+	w->base.done = out_of_source_done;
+	w->tmp = NULL; /* the submission holds it (its waiter may free `w`) */
+	int rc = ruda__copy_submit(d, &c, &w->base, NULL);
+	if (rc == -EAGAIN || rc == -ENOMEM) {
+		w->tmp = tmp;
 		reply(w, w->error != RUDA_OK ? w->error : RUDA_ERROR_OUT_OF_MEMORY,
 		      w->error == RUDA_ERROR_DISCONNECTED ? "the target session has gone"
 							  : "no host memory for the copy");
 		waiter_free(w);
 		return;
 	}
-	VkMemoryBarrier barrier = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
-	};
-	vkCmdPipelineBarrier(sub->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
-			     0, 1, &barrier, 0, NULL, 0, NULL);
-	VkBufferCopy region = {.srcOffset = 0, .dstOffset = 0, .size = w->size};
-	if (w->size)
-		vkCmdCopyBuffer(sub->cmd, w->tmp->vk, host, 1, &region);
-	ruda__buffer_put(w->tmp); /* the submission holds it now */
-	w->tmp = NULL;
-	w->base.done = out_of_source_done;
-	ruda__submission_add_waiter(sub, &w->base);
-	ruda__submission_submit(sub);
+	ruda__buffer_put(tmp);
 }
 
 static void tmp_done(struct ruda_waiter *base, int status)
@@ -308,31 +294,31 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	char why[256];
 	struct ruda_session_buffer *src = ruda__handle_table_get(&s->buffers, t->handle);
 	if (!src || !src->buffer || src->error != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, src ? src->error : RUDA_ERROR_INVALID_HANDLE,
-					   "to_client: buffer %llu: %s", (unsigned long long)t->handle,
-					   !src ? "no such buffer in this session"
+		ruda__reply_status(s->conn, req->id, src ? src->error : RUDA_ERROR_INVALID_HANDLE,
+				   "to_client: buffer %llu: %s", (unsigned long long)t->handle,
+				   !src ? "no such buffer in this session"
 						: src->error_message ? src->error_message : "failed");
 		return;
 	}
 	struct ruda_session *target = ruda__handle_table_get(&ctx->sessions, t->target_session);
 	if (!target || target->state != RUDA_SESSION_READY) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_ARGUMENT,
-					   "to_client: no session %llu",
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
+				   "to_client: no session %llu",
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	/* one process moves data between its own clients, nobody else's */
 	if (target->uid != s->uid || target->pid != s->pid) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_PERMISSION,
-					   "to_client: session %llu belongs to another process",
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_PERMISSION,
+				   "to_client: session %llu belongs to another process",
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	if (ruda__handle_table_get(&target->buffers, t->target_handle)) {
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_INVALID_HANDLE,
-					   "to_client: buffer id %llu is in use in session %llu",
-					   (unsigned long long)t->target_handle,
-					   (unsigned long long)t->target_session);
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_HANDLE,
+				   "to_client: buffer id %llu is in use in session %llu",
+				   (unsigned long long)t->target_handle,
+				   (unsigned long long)t->target_session);
 		return;
 	}
 	VkBufferCopy *regions = NULL;
@@ -340,13 +326,13 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	ruda_status st;
 	uint32_t n = plan(t, src->buffer->size, &regions, &packed, &st, why, sizeof(why));
 	if (!n) {
-		ruda__session_reply_status(s, req->id, st, "to_client: %s", why);
+		ruda__reply_status(s->conn, req->id, st, "to_client: %s", why);
 		return;
 	}
 	struct to_client_waiter *w = calloc(1, sizeof(*w));
 	if (!w) {
 		free(regions);
-		ruda__session_reply_status(s, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	*w = (struct to_client_waiter){
@@ -397,8 +383,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 			w->pending = 2;
 	}
 	if (st != RUDA_OK) {
-		ruda__session_reply_status(s, req->id, st, "to_client: %llu bytes: %s",
-					   (unsigned long long)packed, ruda_strerror(st));
+		ruda__reply_status(s->conn, req->id, st, "to_client: %llu bytes: %s",
+				   (unsigned long long)packed, ruda_strerror(st));
 		waiter_free(w);
 		return;
 	}

@@ -13,6 +13,8 @@
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
 #include "requests/session.h"
+#include "requests/reply.h"
+#include "server/connection.h"
 
 int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index)
 {
@@ -37,8 +39,8 @@ int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t ind
 			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: its submission ran "
 				   "past submission_timeout_ms", (unsigned long long)s->id, s->uid,
 				   s->pid, s->name);
-			ruda__session_reply_status(
-				s, 0, RUDA_ERROR_TIMEOUT,
+			ruda__reply_status(
+				s->conn, 0, RUDA_ERROR_TIMEOUT,
 				"a submission of this connection ran past the time limit "
 				"(submission_timeout_ms = %llu) on device %u (%s); the connection is "
 				"closed and its buffers and kernels are gone",
@@ -48,21 +50,21 @@ int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t ind
 			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u is "
 				   "re-created after another session's timeout",
 				   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
-			ruda__session_reply_status(
-				s, 0, RUDA_ERROR_DEVICE_LOST,
+			ruda__reply_status(
+				s->conn, 0, RUDA_ERROR_DEVICE_LOST,
 				"device %u (%s) was reset: another client's submission ran past the "
 				"time limit; this connection's buffers and kernels are gone; connect "
 				"again to use the re-created device", index, d->props.deviceName);
 		} else {
 			log_notice("session %llu (uid %u, pid %d, \"%s\"): closed: device %u was lost",
 				   (unsigned long long)s->id, s->uid, s->pid, s->name, index);
-			ruda__session_reply_status(
-				s, 0, RUDA_ERROR_DEVICE_LOST,
+			ruda__reply_status(
+				s->conn, 0, RUDA_ERROR_DEVICE_LOST,
 				"device %u (%s) was lost: this connection's buffers and kernels are "
 				"gone; connect again to use the re-created device",
 				index, d->props.deviceName);
 		}
-		ruda__session_destroy(s);
+		ruda__connection_end(s);
 	}
 	free(list);
 	return (int)n;

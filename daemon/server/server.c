@@ -20,6 +20,7 @@
 #include "device/device.h"
 #include "common/log.h"
 #include "common/policy.h"
+#include "server/connection.h"
 #include "server/recovery.h"
 #include "exec/throughput_cache.h"
 
@@ -55,7 +56,7 @@ static void refuse(int fd, ruda_status status, const char *message)
 static void on_tick(uv_check_t *check)
 {
 	struct ruda_server *server = check->data;
-	ruda__session_context_tick(&server->ctx);
+	ruda__connection_tick(&server->ctx);
 	/* a device being re-created: new clients wait in the backlog */
 	int recovering = ruda__recovery_tick(&server->ctx) > 0;
 	if (server->listen_fd >= 0 && recovering != server->accept_paused) {
@@ -164,7 +165,7 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 			continue;
 		struct ruda_session *session;
 		uint64_t id = ++server->next_session_id;
-		if (ruda__session_create(&server->ctx, fd, id, &session) < 0) {
+		if (ruda__connection_create(&server->ctx, fd, id, &session) < 0) {
 			log_error("cannot create a session: out of memory");
 			close(fd);
 		}
@@ -349,13 +350,13 @@ void ruda__server_shutdown(struct ruda_server *server)
 		return;
 	server->shut_down = true;
 	stop_listening(server);
-	ruda__session_context_tick(&server->ctx);
+	ruda__connection_tick(&server->ctx);
 	struct ruda_session *s;
 	while ((s = ruda__handle_table_pop(&server->ctx.sessions, NULL)))
-		ruda__session_destroy(s);
-	ruda__session_context_tick(&server->ctx);
+		ruda__connection_end(s);
+	ruda__connection_tick(&server->ctx);
 	ruda__handle_table_finish(&server->ctx.sessions);
-	ruda__session_context_finish(&server->ctx);
+	ruda__connection_context_finish(&server->ctx);
 	for (uint32_t i = 0; i < server->ctx.ndevices; i++)
 		ruda__arena_pool_finish(&server->ctx.arena_pools[i]);
 	for (uint32_t i = 0; i < server->ctx.ndevices; i++)

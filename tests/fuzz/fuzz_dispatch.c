@@ -10,7 +10,7 @@
  * data byte, so that KernelRegister and Launch reach the compiler and the
  * device. The input is then the byte stream the client sends: each frame
  * the reader takes out goes through ruda__dispatch_frame exactly as
- * daemon/requests/session.c would pass it, with the server's end-of-iteration tick
+ * daemon/server/connection.c would pass it, with the server's end-of-iteration tick
  * and loop turns in between; replies are read from the other end and
  * thrown away. At the end the session is killed and the loop turned until
  * the device and the compiler are idle.
@@ -40,6 +40,7 @@
 #include "exec/pipeline.h"
 #include "ruda.pb-c.h"
 #include "requests/session.h"
+#include "server/connection.h"
 
 #ifndef RUDA_BUILD_DIR
 #define RUDA_BUILD_DIR "build"
@@ -212,7 +213,7 @@ __attribute__((unused)) static void fd_teardown(void)
 {
 	if (!fd_state.ready)
 		return;
-	ruda__session_context_tick(&fd_state.ctx);
+	ruda__connection_tick(&fd_state.ctx);
 	/* the pool may be making or importing an arena in the thread pool */
 	for (int i = 0; i < 200000 && (ruda__arena_pool_busy(&fd_state.pool) ||
 				       fd_state.registry.compiling); i++) {
@@ -220,7 +221,7 @@ __attribute__((unused)) static void fd_teardown(void)
 		uv_run(&fd_state.loop, UV_RUN_NOWAIT);
 	}
 	ruda__handle_table_finish(&fd_state.ctx.sessions);
-	ruda__session_context_finish(&fd_state.ctx);
+	ruda__connection_context_finish(&fd_state.ctx);
 	ruda__arena_pool_finish(&fd_state.pool);
 	ruda__pipeline_registry_finish(&fd_state.registry);
 	fd_state.devices[0]->on_progress = NULL;
@@ -236,7 +237,7 @@ __attribute__((unused)) static void fd_teardown(void)
  * loop has ready (completions, compilations, writable sockets). */
 static void fd_turn(int client)
 {
-	ruda__session_context_tick(&fd_state.ctx);
+	ruda__connection_tick(&fd_state.ctx);
 	uv_run(&fd_state.loop, UV_RUN_NOWAIT);
 	fd_drain_replies(client);
 }
@@ -305,7 +306,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FD_CHECK(ruda__frame_reader_init(&fd_replies) == 0);
 	struct ruda_session *s;
 	uint64_t id = ++fd_state.next_id;
-	FD_CHECK(ruda__session_create(&fd_state.ctx, sv[0], id, &s) == 0);
+	FD_CHECK(ruda__connection_create(&fd_state.ctx, sv[0], id, &s) == 0);
 	fd_hello(s);
 	if (fd_as_admin)
 		s->uid = 0;
@@ -317,7 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ruda_frame_reader r;
 	FD_CHECK(ruda__frame_reader_init(&r) == 0);
 	size_t pos = 0;
-	/* as session.c: frames while the session lives and is not closing */
+	/* as connection.c: frames while the session lives and is not closing */
 	while (pos < size && fd_alive(id, s)) {
 		size_t piece = size - pos;
 		size_t room = r.cap - ruda__frame_reader_pending(&r);
@@ -335,7 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (fd_skip(&frame))
 				continue;
 			ruda__dispatch_frame(s, &frame);
-			/* as session.c: a transfer that waits for the arena's
+			/* as connection.c: a transfer that waits for the arena's
 			 * import runs again once it is done */
 			while (fd_alive(id, s) && s->parked) {
 				s->parked = 0;
@@ -347,7 +348,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				ruda__dispatch_frame(s, &frame);
 			}
 			fd_turn(sv[1]);
-			/* backpressure: session.c stops reading until the GPU
+			/* backpressure: connection.c stops reading until the GPU
 			 * catches up; so does this loop */
 			for (int i = 0; fd_alive(id, s) && ruda__stream_saturated(&s->stream); i++) {
 				FD_CHECK(i < 200000); /* 20 s: the device never finished */

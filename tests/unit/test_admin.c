@@ -16,6 +16,7 @@
 #include "common/config.h"
 #include "common/policy.h"
 #include "requests/session.h"
+#include "server/connection.h"
 
 struct fixture {
 	uv_loop_t loop;
@@ -43,7 +44,7 @@ static struct ruda_session *add_session(struct fixture *f, uint64_t id, uid_t ui
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
 	struct ruda_session *s;
-	ck_assert_int_eq(ruda__session_create(&f->ctx, sv[0], id, &s), 0);
+	ck_assert_int_eq(ruda__connection_create(&f->ctx, sv[0], id, &s), 0);
 	s->state = RUDA_SESSION_READY;
 	s->uid = uid;
 	snprintf(s->name, sizeof(s->name), "session-%llu", (unsigned long long)id);
@@ -68,12 +69,12 @@ static void fixture_init(struct fixture *f, uid_t uid)
 
 static void fixture_finish(struct fixture *f)
 {
-	ruda__session_context_tick(&f->ctx);
+	ruda__connection_tick(&f->ctx);
 	struct ruda_session *s;
 	while ((s = ruda__handle_table_pop(&f->ctx.sessions, NULL)))
-		ruda__session_destroy(s);
+		ruda__connection_end(s);
 	ruda__handle_table_finish(&f->ctx.sessions);
-	ruda__session_context_finish(&f->ctx);
+	ruda__connection_context_finish(&f->ctx);
 	uv_run(&f->loop, UV_RUN_NOWAIT);
 	ck_assert_int_eq(uv_loop_close(&f->loop), 0);
 	close(f->peer);
@@ -268,7 +269,7 @@ START_TEST(kill_marks_the_target)
 	ck_assert_int_eq(other->state, RUDA_SESSION_DEAD);
 	ck_assert_ptr_eq(f.ctx.dead, other);
 	/* destroyed at the end of the iteration: its peer sees the hang-up */
-	ruda__session_context_tick(&f.ctx);
+	ruda__connection_tick(&f.ctx);
 	ck_assert_ptr_null(ruda__handle_table_get(&f.ctx.sessions, 7));
 	ck_assert(raw_closed_by_peer(other_peer, 1000));
 	close(other_peer);

@@ -1,4 +1,4 @@
-/* The all-reduce's CPU reduction (daemon/requests/collective.c): every operation and
+/* The all-reduce's CPU reduction (daemon/exec/reduce.c): every operation and
  * element type against plain loops, f16 rounding, integer wrap-around and
  * truncating means. */
 #include <check.h>
@@ -8,7 +8,7 @@
 
 #include <ruda/ruda.h>
 
-#include "requests/collective.h"
+#include "exec/reduce.h"
 
 /* Three arrays of `count` elements, `stride` bytes apart. */
 static uint8_t *slots(size_t stride)
