@@ -418,12 +418,12 @@ static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
 	return NULL;
 }
 
-int ruda__memory_exportable(const struct ruda_allocation *a)
+bool ruda__memory_exportable(const struct ruda_allocation *a)
 {
 	return a->page && a->page->exportable;
 }
 
-int ruda__memory_dedicated(const struct ruda_allocation *a)
+bool ruda__memory_dedicated(const struct ruda_allocation *a)
 {
 	return a->page && a->page->dedicated;
 }

@@ -163,7 +163,7 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 	/* launches, the request sent at high rates, skip protobuf-c's
 	 * reflection when canonically encoded (libruda always does) */
 	struct ruda_launch_frame fast;
-	int decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
+	bool decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
 	Ruda__Request *req = decoded_fast ? &fast.request
 					  : ruda__request__unpack(alloc, frame->length,
 								  frame->payload);

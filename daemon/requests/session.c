@@ -652,36 +652,36 @@ static void throttle(struct ruda_session *s)
 	ruda__connection_pause(s->conn);
 }
 
-int ruda__session_takes_frame(struct ruda_session *s)
+bool ruda__session_takes_frame(struct ruda_session *s)
 {
 	if (locked_out(s)) {
 		if (!s->throttled)
 			throttle(s);
-		return 0;
+		return false;
 	}
 	if (s->state == RUDA_SESSION_DEAD || s->state == RUDA_SESSION_CLOSING || s->throttled)
-		return 0;
+		return false;
 	/* held back since the last frame (a higher priority woke up): the next
 	 * frame waits too */
 	if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
 		throttle(s);
-		return 0;
+		return false;
 	}
-	return 1;
+	return true;
 }
 
-int ruda__session_frame_done(struct ruda_session *s)
+bool ruda__session_frame_done(struct ruda_session *s)
 {
 	if (s->parked) {
 		/* its arena is being imported: the same frame again, once it is */
 		s->parked = 0;
 		s->usage.requests--;
 		throttle(s);
-		return 1;
+		return true;
 	}
 	/* backpressure: take no more requests until the GPU catches up (or the
 	 * session holding the device alone is done) */
 	if (s->state == RUDA_SESSION_READY && (saturated(s) || locked_out(s)))
 		throttle(s);
-	return 0;
+	return false;
 }
