@@ -207,7 +207,7 @@ int ruda__config_parse(struct ruda_config *config, const char *path, const char 
 int ruda__config_load(struct ruda_config *config, const char *path, bool must_exist,
 		      bool *found, ruda_config_report_fn *report, void *data);
 /* Set one top-level key as the file would ("" sets the default back).
- * Returns 0 or -1 after reporting why. */
+ * Returns 0 or -EINVAL after reporting why. */
 int ruda__config_set(struct ruda_config *config, const char *key, const char *value,
 		     ruda_config_report_fn *report, void *data);
 /* Copy every key set in `src` over `dst` (command line over file). */
@@ -215,7 +215,7 @@ int ruda__config_override(struct ruda_config *dst, const struct ruda_config *src
 /* Fill what is derived from the environment (cache_directory). */
 int ruda__config_resolve(struct ruda_config *config);
 
-/* The key's name in the file; -1 from lookup for an unknown name. */
+/* The key's name in the file; the key from its name, or -ENOENT. */
 const char *ruda__config_key_name(enum ruda_config_key key);
 int ruda__config_key_lookup(const char *name);
 /* Whether SIGHUP applies a new value of `key` (else it needs a restart). */

@@ -113,7 +113,7 @@ int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t t
 				continue;
 			return (int)i;
 		}
-	return -1;
+	return -ENOENT;
 }
 
 int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,

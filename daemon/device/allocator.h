@@ -94,7 +94,7 @@ struct ruda_memory {
 };
 
 /* Index of a memory type among `memory`'s allowed by `type_bits` that has
- * every flag of `want`, one without `avoid` if there is; -1 if none. */
+ * every flag of `want`, one without `avoid` if there is; -ENOENT if none. */
 int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
 		      VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
 
