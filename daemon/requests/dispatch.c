@@ -116,10 +116,10 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 /* Whether the frame is a request that takes an fd (StagingAttach, a Hello
  * with client_arena); such frames are rare, so decoding one twice costs
  * nothing that matters. */
-static int takes_fd(const struct ruda_frame *frame)
+static bool takes_fd(const struct ruda_frame *frame)
 {
 	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
-	int yes = req && (req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH ||
+	bool yes = req && (req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH ||
 			  (req->body_case == RUDA__REQUEST__BODY_HELLO && req->hello->client_arena));
 	if (req)
 		ruda__request__free_unpacked(req, NULL);
