@@ -203,19 +203,22 @@ void ruda__config_finish(struct ruda_config *config);
 int ruda__config_parse(struct ruda_config *config, const char *path, const char *text,
 		       size_t len, ruda_config_report_fn *report, void *data);
 /* Read and parse the file `path`. A missing file is an error only when
- * `must_exist`; *found (optional) says whether it was there. */
+ * `must_exist`; *found (optional) says whether it was there. Returns how
+ * many errors were reported (a count, never an errno). */
 int ruda__config_load(struct ruda_config *config, const char *path, bool must_exist,
 		      bool *found, ruda_config_report_fn *report, void *data);
 /* Set one top-level key as the file would ("" sets the default back).
- * Returns 0 or -1 after reporting why. */
+ * Returns 0 or -EINVAL after reporting why. */
 int ruda__config_set(struct ruda_config *config, const char *key, const char *value,
 		     ruda_config_report_fn *report, void *data);
-/* Copy every key set in `src` over `dst` (command line over file). */
+/* Copy every key set in `src` over `dst` (command line over file); 0 or
+ * -ENOMEM. */
 int ruda__config_override(struct ruda_config *dst, const struct ruda_config *src);
-/* Fill what is derived from the environment (cache_directory). */
+/* Fill what is derived from the environment (cache_directory); 0 or a
+ * negative errno. */
 int ruda__config_resolve(struct ruda_config *config);
 
-/* The key's name in the file; -1 from lookup for an unknown name. */
+/* The key's name in the file; the key from its name, or -ENOENT. */
 const char *ruda__config_key_name(enum ruda_config_key key);
 int ruda__config_key_lookup(const char *name);
 /* Whether SIGHUP applies a new value of `key` (else it needs a restart). */
@@ -235,7 +238,8 @@ void ruda__config_write(const struct ruda_config *config, FILE *out);
 const char *ruda__config_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* The default cache directory: $CACHE_DIRECTORY (its first entry), else
- * /var/cache/ruda for root, else $XDG_CACHE_HOME/ruda or ~/.cache/ruda. */
+ * /var/cache/ruda for root, else $XDG_CACHE_HOME/ruda or ~/.cache/ruda.
+ * 0, -ENOENT (no home) or -ENAMETOOLONG. */
 int ruda__config_default_cache_directory(char *buf, size_t len);
 
 #endif

@@ -206,7 +206,7 @@ int ruda__config_key_lookup(const char *name)
 	for (int k = 0; k < RUDA_CONFIG_NKEYS; k++)
 		if (strcmp(ruda__config_keys[k].name, name) == 0)
 			return k;
-	return -1;
+	return -ENOENT;
 }
 
 bool ruda__config_key_reloadable(enum ruda_config_key k)

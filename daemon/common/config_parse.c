@@ -576,7 +576,7 @@ int ruda__config_set(struct ruda_config *c, const char *key, const char *value,
 	int k = ruda__config_key_lookup(key);
 	if (k < 0) {
 		fail(&p, "unknown key '%s'", key);
-		return -1;
+		return -EINVAL;
 	}
-	return set_value(&p, c, (enum ruda_config_key)k, value) ? 0 : -1;
+	return set_value(&p, c, (enum ruda_config_key)k, value) ? 0 : -EINVAL;
 }

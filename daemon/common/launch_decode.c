@@ -134,7 +134,7 @@ static bool launch(struct reader r, struct ruda_launch_frame *out)
 	return true;
 }
 
-int ruda__launch_decode(const uint8_t *payload, size_t len, struct ruda_launch_frame *out)
+bool ruda__launch_decode(const uint8_t *payload, size_t len, struct ruda_launch_frame *out)
 {
 	struct reader r = {payload, payload + len};
 	Ruda__Request *req = &out->request;
@@ -145,27 +145,27 @@ int ruda__launch_decode(const uint8_t *payload, size_t len, struct ruda_launch_f
 	int have_launch = 0;
 	while (r.p < r.end) {
 		if (!field(&r, &number, &type) || number <= last)
-			return 0;
+			return false;
 		last = number;
 		if (number == 1 && type == 0) {
 			if (!varint(&r, &v) || v == 0)
-				return 0;
+				return false;
 			req->id = v;
 		} else if (number == 9 && type == 2) {
 			struct reader inner;
 			if (!delimited(&r, &inner) || !launch(inner, out))
-				return 0;
+				return false;
 			have_launch = 1;
 		} else if (number == 40 && type == 0) {
 			if (!varint(&r, &v) || v == 0 || !uint32_field(v, &req->stream))
-				return 0;
+				return false;
 		} else {
-			return 0;
+			return false;
 		}
 	}
 	if (!have_launch)
-		return 0;
+		return false;
 	req->body_case = RUDA__REQUEST__BODY_LAUNCH;
 	req->launch = &out->launch;
-	return 1;
+	return true;
 }

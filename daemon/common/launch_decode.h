@@ -8,6 +8,7 @@
 #ifndef RUDA_LAUNCH_DECODE_H
 #define RUDA_LAUNCH_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,8 @@ struct ruda_launch_frame {
 	Ruda__Binding *binding_ptrs[RUDA_LAUNCH_DECODE_BINDINGS];
 };
 
-/* 1 and `out` filled when `payload` is a canonically encoded Launch
- * request (push constants point into `payload`), else 0. */
-int ruda__launch_decode(const uint8_t *payload, size_t len, struct ruda_launch_frame *out);
+/* True and `out` filled when `payload` is a canonically encoded Launch
+ * request (push constants point into `payload`), else false. */
+bool ruda__launch_decode(const uint8_t *payload, size_t len, struct ruda_launch_frame *out);
 
 #endif

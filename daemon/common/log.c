@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ int ruda__log_level_parse(const char *name)
 	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
 		if (strcmp(name, levels[i].name) == 0)
 			return levels[i].level;
-	return -1;
+	return -EINVAL;
 }
 
 void ruda__log(int level, const char *fmt, ...)

@@ -12,6 +12,7 @@ enum ruda_log_level {
 };
 
 void ruda__log_init(int level);
+/* The level `name` ("error" .. "debug") names, or -EINVAL. */
 int ruda__log_level_parse(const char *name);
 void ruda__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -3,13 +3,13 @@
  */
 #include "common/priority.h"
 
-int ruda__priority_outranked(const struct ruda_priority_state *state, uint32_t priority,
-			     uint64_t now_ms)
+bool ruda__priority_outranked(const struct ruda_priority_state *state, uint32_t priority,
+			      uint64_t now_ms)
 {
 	for (uint32_t q = priority + 1; q < RUDA_PRIORITY_LEVELS; q++)
 		if (state->active_until_ms[q] > now_ms)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 uint32_t ruda__priority_inflight_below(const struct ruda_priority_state *state,
@@ -21,19 +21,19 @@ uint32_t ruda__priority_inflight_below(const struct ruda_priority_state *state,
 	return n;
 }
 
-int ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t priority,
-			     uint64_t now_ns, const struct ruda_priority_rules *rules)
+bool ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t priority,
+			      uint64_t now_ns, const struct ruda_priority_rules *rules)
 {
 	if (ruda__priority_inflight_below(state, priority + 1))
-		return 0; /* one held command on the device at a time */
+		return false; /* one held command on the device at a time */
 	if (rules->max_wait_ns && now_ns - state->held_start_ns >= rules->max_wait_ns)
-		return 1;
+		return true;
 	if (!rules->anticipation_ns)
-		return 1;
+		return true;
 	uint64_t last_done = 0;
 	for (uint32_t q = priority + 1; q < RUDA_PRIORITY_LEVELS; q++) {
 		if (state->inflight[q])
-			return 0; /* it would start the moment that one ends */
+			return false; /* it would start the moment that one ends */
 		if (state->done_ns[q] > last_done)
 			last_done = state->done_ns[q];
 	}

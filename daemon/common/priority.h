@@ -18,6 +18,7 @@
 #ifndef RUDA_PRIORITY_H
 #define RUDA_PRIORITY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define RUDA_PRIORITY_LEVELS 8u
@@ -43,8 +44,8 @@ struct ruda_priority_rules {
 };
 
 /* A client of priority higher than `priority` is active at `now_ms`. */
-int ruda__priority_outranked(const struct ruda_priority_state *state, uint32_t priority,
-			     uint64_t now_ms);
+bool ruda__priority_outranked(const struct ruda_priority_state *state, uint32_t priority,
+			      uint64_t now_ms);
 
 /* Submissions in flight of priorities below `priority`. */
 uint32_t ruda__priority_inflight_below(const struct ruda_priority_state *state,
@@ -54,8 +55,8 @@ uint32_t ruda__priority_inflight_below(const struct ruda_priority_state *state,
  * nothing of its rank or below is running, and either the higher
  * priorities have been quiet for the anticipation or the held clients have
  * waited their longest. */
-int ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t priority,
-			     uint64_t now_ns, const struct ruda_priority_rules *rules);
+bool ruda__priority_may_start(const struct ruda_priority_state *state, uint32_t priority,
+			      uint64_t now_ns, const struct ruda_priority_rules *rules);
 
 /* Record state changes. A submission makes its priority active until
  * RUDA_PRIORITY_HOLD_MS after `now_ms` (uv_now()). */

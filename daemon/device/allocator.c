@@ -113,7 +113,7 @@ int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t t
 				continue;
 			return (int)i;
 		}
-	return -1;
+	return -ENOENT;
 }
 
 int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,
@@ -259,17 +259,17 @@ static uint64_t release_kept(struct ruda_memory *m)
 	return freed;
 }
 
-static int heap_has_kept(struct ruda_memory *m)
+static bool heap_has_kept(struct ruda_memory *m)
 {
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
 		if (o->stats.kept_bytes)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 /* Whether `size` more bytes fit in the heap beside the pages reserved and
  * those still being freed, by every allocator on it. */
-static int heap_has_room(struct ruda_memory *m, uint64_t size)
+static bool heap_has_room(struct ruda_memory *m, uint64_t size)
 {
 	uint64_t held = atomic_load(&m->budget->held);
 	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
@@ -280,14 +280,14 @@ static int heap_has_room(struct ruda_memory *m, uint64_t size)
  * and allocates again expects it back), those of the other logical
  * devices on the heap too. The loop waits only here, when the alternative
  * is an out-of-memory answer, and for no longer than it used to spend
- * freeing them itself. 1 if there were any. */
-static int wait_for_frees(struct ruda_memory *m)
+ * freeing them itself. True if there were any. */
+static bool wait_for_frees(struct ruda_memory *m)
 {
-	int waited = 0;
+	bool waited = false;
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
 		if (atomic_load(&o->freeing)) {
 			ruda__deferred_free_wait(o->frees);
-			waited = 1;
+			waited = true;
 		}
 	return waited;
 }
@@ -418,12 +418,12 @@ static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
 	return NULL;
 }
 
-int ruda__memory_exportable(const struct ruda_allocation *a)
+bool ruda__memory_exportable(const struct ruda_allocation *a)
 {
 	return a->page && a->page->exportable;
 }
 
-int ruda__memory_dedicated(const struct ruda_allocation *a)
+bool ruda__memory_dedicated(const struct ruda_allocation *a)
 {
 	return a->page && a->page->dedicated;
 }

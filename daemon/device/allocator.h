@@ -8,6 +8,7 @@
 #define RUDA_ALLOCATOR_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
@@ -93,7 +94,7 @@ struct ruda_memory {
 };
 
 /* Index of a memory type among `memory`'s allowed by `type_bits` that has
- * every flag of `want`, one without `avoid` if there is; -1 if none. */
+ * every flag of `want`, one without `avoid` if there is; -ENOENT if none. */
 int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,
 		      VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid);
 
@@ -120,9 +121,9 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 				    ruda_allocation_mode mode, VkBuffer export_for,
 				    struct ruda_allocation *out);
 /* Whether the allocation's memory is its own and exportable. */
-int ruda__memory_exportable(const struct ruda_allocation *a);
+bool ruda__memory_exportable(const struct ruda_allocation *a);
 /* Whether the allocation has a page (VkDeviceMemory) of its own. */
-int ruda__memory_dedicated(const struct ruda_allocation *a);
+bool ruda__memory_dedicated(const struct ruda_allocation *a);
 
 void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a);
 

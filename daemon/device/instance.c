@@ -89,7 +89,7 @@ static int device_type_rank(VkPhysicalDeviceType type)
 
 int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector)
 {
-	int best = -1, best_rank = -1;
+	int best = -ENODEV, best_rank = -1;
 	for (uint32_t i = 0; i < vk->nphysical; i++) {
 		VkPhysicalDeviceProperties p;
 		vkGetPhysicalDeviceProperties(vk->physical[i], &p);

@@ -27,7 +27,7 @@ struct ruda_vulkan {
 int ruda__vulkan_init(struct ruda_vulkan *vk);
 void ruda__vulkan_finish(struct ruda_vulkan *vk);
 /* Index of the device `selector` names (a number, or part of a device
- * name), or of the best device when selector is NULL; -1 if none. */
+ * name), or of the best device when selector is NULL; -ENODEV if none. */
 int ruda__vulkan_select(const struct ruda_vulkan *vk, const char *selector);
 
 #endif

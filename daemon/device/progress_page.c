@@ -51,5 +51,8 @@ void ruda__progress_finish(struct ruda_progress *p)
 
 int ruda__progress_dup(const struct ruda_progress *p)
 {
-	return p->fd >= 0 ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (p->fd < 0)
+		return -ENOENT;
+	int fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
 }

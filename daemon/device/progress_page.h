@@ -19,7 +19,8 @@ struct ruda_progress {
 void ruda__progress_init(struct ruda_progress *p, uint32_t queues);
 void ruda__progress_finish(struct ruda_progress *p);
 
-/* A descriptor to pass to a client (the caller's), or -1. */
+/* A descriptor to pass to a client (the caller's), or a negative errno
+ * (-ENOENT: the device has no page). */
 int ruda__progress_dup(const struct ruda_progress *p);
 
 /* Queue `queue` has completed timeline value `value` (completion thread). */

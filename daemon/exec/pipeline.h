@@ -10,6 +10,7 @@
 #ifndef RUDA_PIPELINE_H
 #define RUDA_PIPELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 #include <vulkan/vulkan.h>
@@ -135,7 +136,7 @@ void ruda__pipeline_registry_release_memory(struct ruda_pipeline_registry *reg);
 
 /* Whether a launch of `p` may write its binding `i`: unknown kernels and
  * bindings it does not declare count as written. */
-static inline int ruda__pipeline_may_write(const struct ruda_pipeline *p, size_t i)
+static inline bool ruda__pipeline_may_write(const struct ruda_pipeline *p, size_t i)
 {
 	if (!p || p->state != RUDA_PIPELINE_READY || i >= p->binding_count || i >= 64)
 		return 1;

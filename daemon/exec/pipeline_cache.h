@@ -16,7 +16,7 @@
 struct ruda_device;
 struct ruda_pipeline_registry;
 
-/* The file for `device` in `dir`. */
+/* The file for `device` in `dir`; 0 or -ENAMETOOLONG. */
 int ruda__pipeline_cache_path(const struct ruda_device *device, const char *dir, char *buf,
 			      size_t len);
 /* Make the file's contents the device's cache. Returns the bytes loaded,

@@ -44,7 +44,7 @@ int ruda__throughput_cache_set(struct ruda_throughput_cache *cache, const char *
 /* Measurements recorded. */
 size_t ruda__throughput_cache_count(const struct ruda_throughput_cache *cache);
 
-/* The file for `device` in `dir`. */
+/* The file for `device` in `dir`; 0 or -ENAMETOOLONG. */
 int ruda__throughput_cache_path(const struct ruda_device *device, const char *dir, char *buf,
 				size_t len);
 

@@ -307,13 +307,13 @@ int ruda__arena_attach_now(struct ruda_arena *a)
 	return err;
 }
 
-int ruda__arena_detach(struct ruda_arena *a)
+bool ruda__arena_detach(struct ruda_arena *a)
 {
 	if (a->state != RUDA_ARENA_ATTACHED || a->ref.count != 1)
-		return 0;
+		return false;
 	drop_device_side(a);
 	a->state = RUDA_ARENA_HOST;
-	return 1;
+	return true;
 }
 
 void ruda__arena_forget_waiter(struct ruda_arena *a)
@@ -339,7 +339,7 @@ int ruda__arena_map_region(struct ruda_device *d, int fd, uint64_t size,
 	return 0;
 }
 
-int ruda__arena_contains(const struct ruda_arena *a, uint64_t offset, uint64_t size)
+bool ruda__arena_contains(const struct ruda_arena *a, uint64_t offset, uint64_t size)
 {
 	return offset >= RUDA_ARENA_DATA_OFFSET && offset <= a->size && size <= a->size - offset;
 }

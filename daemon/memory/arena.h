@@ -10,6 +10,7 @@
 #ifndef RUDA_ARENA_H
 #define RUDA_ARENA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 #include <vulkan/vulkan.h>
@@ -64,12 +65,12 @@ int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *arena,
  * the bench): 0 or a negative errno. Not while it is attaching. */
 int ruda__arena_attach_now(struct ruda_arena *arena);
 /* Drop the device side (unpin) if the arena has one and nothing but its
- * owner holds it (no submission recorded or in flight); 1 if dropped. */
-int ruda__arena_detach(struct ruda_arena *arena);
+ * owner holds it (no submission recorded or in flight); true if dropped. */
+bool ruda__arena_detach(struct ruda_arena *arena);
 /* The arena's owner goes away: nothing is called when attaching ends. */
 void ruda__arena_forget_waiter(struct ruda_arena *arena);
 
-static inline int ruda__arena_attaching(const struct ruda_arena *arena)
+static inline bool ruda__arena_attaching(const struct ruda_arena *arena)
 {
 	return arena && arena->state == RUDA_ARENA_ATTACHING;
 }
@@ -117,7 +118,7 @@ int ruda__arena_map_region(struct ruda_device *device, int fd, uint64_t size,
 			   struct ruda_arena **out);
 
 /* Whether [offset, offset + size) lies in the arena's data space. */
-int ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
+bool ruda__arena_contains(const struct ruda_arena *arena, uint64_t offset, uint64_t size);
 
 /*
  * Arenas made ahead of time, in the thread pool (a memfd, mapped, its
@@ -146,7 +147,7 @@ int ruda__arena_pool_take(struct ruda_arena_pool *pool, struct ruda_arena **out)
 void ruda__arena_pool_refill_idle(struct ruda_arena_pool *pool);
 /* Work of this pool's device in the thread pool (making a spare, attaching
  * an arena): the device must stay until it is done. */
-static inline int ruda__arena_pool_busy(const struct ruda_arena_pool *pool)
+static inline bool ruda__arena_pool_busy(const struct ruda_arena_pool *pool)
 {
 	return pool->making || pool->attaching;
 }

@@ -60,25 +60,29 @@ void ruda__device_info_extend(Ruda__DeviceInfo *info, const struct ruda_device *
 	info->details = dd;
 }
 
-int ruda__device_info_resolve(const struct ruda_session_context *ctx, const Ruda__Hello *h,
-			      char *why, size_t why_len)
+ruda_status ruda__device_info_resolve(const struct ruda_session_context *ctx, const Ruda__Hello *h,
+				      uint32_t *index, char *why, size_t why_len)
 {
 	if (!h->by_device_id) {
-		if (h->device_index < ctx->ndevices)
-			return (int)h->device_index;
+		if (h->device_index < ctx->ndevices) {
+			*index = h->device_index;
+			return RUDA_OK;
+		}
 		snprintf(why, why_len, "no device %u (rudad has %u)", h->device_index,
 			 ctx->ndevices);
-		return -1;
+		return RUDA_ERROR_INVALID_ARGUMENT;
 	}
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
 		const struct ruda_device *d = ctx->devices[i];
 		if ((uint32_t)d->props.deviceType == h->device_type_id &&
-		    d->type_index == h->device_type_index)
-			return (int)i;
+		    d->type_index == h->device_type_index) {
+			*index = i;
+			return RUDA_OK;
+		}
 	}
 	snprintf(why, why_len, "no device of type %u and index %u", h->device_type_id,
 		 h->device_type_index);
-	return -1;
+	return RUDA_ERROR_INVALID_ARGUMENT;
 }
 
 void ruda__handle_utilization(struct ruda_session *s, const Ruda__Request *req)

@@ -26,9 +26,10 @@ struct ruda_device_info_extra {
 void ruda__device_info_extend(Ruda__DeviceInfo *info, const struct ruda_device *d,
 			      struct ruda_device_info_extra *extra);
 
-/* The daemon device index a Hello names; -1 with `why` filled when none. */
-int ruda__device_info_resolve(const struct ruda_session_context *ctx, const Ruda__Hello *h,
-			      char *why, size_t why_len);
+/* The daemon device index a Hello names in *index; RUDA_ERROR_INVALID_ARGUMENT
+ * with `why` filled when none. */
+ruda_status ruda__device_info_resolve(const struct ruda_session_context *ctx, const Ruda__Hello *h,
+				      uint32_t *index, char *why, size_t why_len);
 
 /* Request handlers (dispatch.c's table). */
 void ruda__handle_utilization(struct ruda_session *s, const Ruda__Request *req);

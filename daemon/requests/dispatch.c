@@ -116,10 +116,10 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 /* Whether the frame is a request that takes an fd (StagingAttach, a Hello
  * with client_arena); such frames are rare, so decoding one twice costs
  * nothing that matters. */
-static int takes_fd(const struct ruda_frame *frame)
+static bool takes_fd(const struct ruda_frame *frame)
 {
 	Ruda__Request *req = ruda__request__unpack(NULL, frame->length, frame->payload);
-	int yes = req && (req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH ||
+	bool yes = req && (req->body_case == RUDA__REQUEST__BODY_STAGING_ATTACH ||
 			  (req->body_case == RUDA__REQUEST__BODY_HELLO && req->hello->client_arena));
 	if (req)
 		ruda__request__free_unpacked(req, NULL);
@@ -163,7 +163,7 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 	/* launches, the request sent at high rates, skip protobuf-c's
 	 * reflection when canonically encoded (libruda always does) */
 	struct ruda_launch_frame fast;
-	int decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
+	bool decoded_fast = ruda__launch_decode(frame->payload, frame->length, &fast);
 	Ruda__Request *req = decoded_fast ? &fast.request
 					  : ruda__request__unpack(alloc, frame->length,
 								  frame->payload);

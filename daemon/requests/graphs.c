@@ -135,10 +135,10 @@ void ruda__graph_handle_release(struct ruda_session *s, const Ruda__Request *req
 /*
  * While a stream captures a graph only launches (and requests that record
  * nothing on it) make sense there: what would wait for the stream or move
- * bytes through the arena is refused. Returns 1 when `req` was refused.
+ * bytes through the arena is refused. Returns true when `req` was refused.
  */
-int ruda__graph_refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
-					size_t body, const char *name)
+bool ruda__graph_refused_while_capturing(struct ruda_session *s, const Ruda__Request *req,
+					 size_t body, const char *name)
 {
 	struct ruda_graph *g = s->current->capture;
 	char why[160];
@@ -152,18 +152,18 @@ int ruda__graph_refused_while_capturing(struct ruda_session *s, const Ruda__Requ
 	case RUDA__REQUEST__BODY_GRAPH_PREPARE:
 		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT,
 				   "%s; end the capture first", why);
-		return 1;
+		return true;
 	case RUDA__REQUEST__BODY_WRITE:
 		/* the bytes never reach the buffer: it carries the error */
 		ruda__request_mark_failed(s, req->write->handle, RUDA_ERROR_INVALID_ARGUMENT, why);
 		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; writes are not captured", why);
 		ruda__session_arena_used(s, req->id);
-		return 1;
+		return true;
 	case RUDA__REQUEST__BODY_PROFILE_START:
 		ruda__graph_fail(g, RUDA_ERROR_INVALID_ARGUMENT, "%s; profiling is not captured",
 				 why);
-		return 1;
+		return true;
 	default:
-		return 0;
+		return false;
 	}
 }

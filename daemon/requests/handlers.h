@@ -7,6 +7,7 @@
 #ifndef RUDA_HANDLERS_H
 #define RUDA_HANDLERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,11 +77,11 @@ enum ruda_wait_kind {
 void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_wait_kind kind,
 			   const uint64_t *handles, size_t nhandles);
 /* Publish in the arena which timeline value ends `request` on `st`, or
- * (ok 0) that only the reply answers it (docs/design.md, "Fast sync"). */
+ * (ok false) that only the reply answers it (docs/design.md, "Fast sync"). */
 void ruda__wait_publish(struct ruda_session *s, const struct ruda_stream *st, uint64_t request,
-			int ok);
+			bool ok);
 /* A request submitted on `st` just now is settled without error. */
-int ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st);
+bool ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st);
 
 /* usage.c: statistics, memory usage and cleanup, exclusive leases */
 void ruda__handle_stats(struct ruda_session *s, const struct Ruda__Request *req);
@@ -98,12 +99,12 @@ void ruda__graph_handle_abort(struct ruda_session *s, const struct Ruda__Request
 void ruda__graph_handle_replay(struct ruda_session *s, const struct Ruda__Request *req);
 void ruda__graph_handle_release(struct ruda_session *s, const struct Ruda__Request *req);
 /* While a stream captures, only launches (and requests that record nothing
- * on it) make sense there; 1 when `req` (table entry `name`) was refused. */
-int ruda__graph_refused_while_capturing(struct ruda_session *s, const struct Ruda__Request *req,
-					size_t body, const char *name);
+ * on it) make sense there; true when `req` (table entry `name`) was refused. */
+bool ruda__graph_refused_while_capturing(struct ruda_session *s, const struct Ruda__Request *req,
+					 size_t body, const char *name);
 
 /* Whether [offset, offset + size) lies within `limit` bytes. */
-static inline int ruda__range_ok(uint64_t offset, uint64_t size, uint64_t limit)
+static inline bool ruda__range_ok(uint64_t offset, uint64_t size, uint64_t limit)
 {
 	return offset <= limit && size <= limit - offset;
 }

@@ -175,10 +175,12 @@ void ruda__handle_hello(struct ruda_session *s, const Ruda__Request *req, int re
 		s->priority = ruda__policy_priority(&rights, h->priority);
 	}
 	char no_device[128];
-	int device_index = ruda__device_info_resolve(ctx, h, no_device, sizeof(no_device));
-	if (device_index < 0) {
+	uint32_t device_index;
+	ruda_status st = ruda__device_info_resolve(ctx, h, &device_index, no_device,
+						   sizeof(no_device));
+	if (st != RUDA_OK) {
 		s->state = RUDA_SESSION_CLOSING;
-		ruda__reply_status(s->conn, req->id, RUDA_ERROR_INVALID_ARGUMENT, "%s", no_device);
+		ruda__reply_status(s->conn, req->id, st, "%s", no_device);
 		return;
 	}
 	s->device = ctx->devices[device_index];

@@ -93,10 +93,10 @@ static ruda_status dynamic_count(struct ruda_session *s, const Ruda__DynamicCoun
 /* Whether x*y*z workgroups stay below 2^32: drivers count them in 32 bits
  * (lavapipe ran 65535^3 as 196 607, 2^48 mod 2^32, and reported success),
  * and kernels that flatten gl_WorkGroupID into a uint wrap likewise. */
-static int count_product_fits(const uint32_t c[3])
+static bool count_product_fits(const uint32_t c[3])
 {
 	if (!c[0] || !c[1] || !c[2])
-		return 1; /* a no-op */
+		return true; /* a no-op */
 	uint64_t xy = (uint64_t)c[0] * c[1];
 	return xy <= UINT32_MAX && xy * c[2] <= UINT32_MAX;
 }

@@ -21,8 +21,8 @@
 #include "exec/throughput_cache.h"
 
 static void unthrottle(struct ruda_session *s);
-static int locked_out(const struct ruda_session *s);
-static int saturated(struct ruda_session *s);
+static bool locked_out(const struct ruda_session *s);
+static bool saturated(struct ruda_session *s);
 static void arm_priority_timer(struct ruda_session_context *ctx);
 static void pending_add(struct ruda_session *s);
 
@@ -54,7 +54,7 @@ int ruda__session_create(struct ruda_session_context *ctx, struct ruda_connectio
 	s->usage.connected_ms = s->usage.last_request_ms = uv_now(ctx->loop);
 	pending_add(s);
 	*out = s;
-	return 0;
+	return false;
 }
 
 /* ---- connections without a Hello ------------------------------------------ */
@@ -551,7 +551,7 @@ static void any_saturated(struct ruda_stream *st, void *data)
 
 /* A client of higher priority than `s` has been active on its device
  * within RUDA_PRIORITY_HOLD_MS. */
-static int outranked(const struct ruda_session *s)
+static bool outranked(const struct ruda_session *s)
 {
 	return s->device &&
 	       ruda__priority_outranked(&s->device->priority, s->priority, uv_now(s->ctx->loop));
@@ -575,9 +575,9 @@ static void set_batch(struct ruda_stream *st, void *data)
 /* Whether `s` is held back now; a held session submits one command at a
  * time, when ruda__priority_may_start allows, so that a higher-priority
  * client waits for one command at most, and seldom for any. */
-static int update_held(struct ruda_session *s)
+static bool update_held(struct ruda_session *s)
 {
-	int held = outranked(s);
+	bool held = outranked(s);
 	if (held != s->held) {
 		uint32_t batch = held ? 1 : 0;
 		s->held = held;
@@ -595,9 +595,10 @@ static void any_inflight(struct ruda_stream *st, void *data)
 }
 
 /* One of the session's streams has as much in flight as it may. */
-static int saturated(struct ruda_session *s)
+static bool saturated(struct ruda_session *s)
 {
-	int held = s->device ? update_held(s) : 0, full = 0;
+	bool held = s->device && update_held(s);
+	int full = 0;
 	ruda__session_each_stream(s, any_saturated, &full);
 	if (full || !held || atomic_load(&s->device->lost))
 		return full;
@@ -630,7 +631,7 @@ static void arm_priority_timer(struct ruda_session_context *ctx)
 }
 
 /* Another session holds the device alone. */
-static int locked_out(const struct ruda_session *s)
+static bool locked_out(const struct ruda_session *s)
 {
 	return s->ctx->exclusive && s->ctx->exclusive != s->id && s->state == RUDA_SESSION_READY;
 }
@@ -652,36 +653,36 @@ static void throttle(struct ruda_session *s)
 	ruda__connection_pause(s->conn);
 }
 
-int ruda__session_takes_frame(struct ruda_session *s)
+bool ruda__session_takes_frame(struct ruda_session *s)
 {
 	if (locked_out(s)) {
 		if (!s->throttled)
 			throttle(s);
-		return 0;
+		return false;
 	}
 	if (s->state == RUDA_SESSION_DEAD || s->state == RUDA_SESSION_CLOSING || s->throttled)
-		return 0;
+		return false;
 	/* held back since the last frame (a higher priority woke up): the next
 	 * frame waits too */
 	if (s->state == RUDA_SESSION_READY && outranked(s) && saturated(s)) {
 		throttle(s);
-		return 0;
+		return false;
 	}
-	return 1;
+	return true;
 }
 
-int ruda__session_frame_done(struct ruda_session *s)
+bool ruda__session_frame_done(struct ruda_session *s)
 {
 	if (s->parked) {
 		/* its arena is being imported: the same frame again, once it is */
 		s->parked = 0;
 		s->usage.requests--;
 		throttle(s);
-		return 1;
+		return true;
 	}
 	/* backpressure: take no more requests until the GPU catches up (or the
 	 * session holding the device alone is done) */
 	if (s->state == RUDA_SESSION_READY && (saturated(s) || locked_out(s)))
 		throttle(s);
-	return 0;
+	return false;
 }

@@ -9,6 +9,7 @@
 #ifndef RUDA_SESSION_H
 #define RUDA_SESSION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
@@ -227,11 +228,11 @@ void ruda__session_submit_dirty(struct ruda_session_context *ctx);
 #define RUDA_SESSION_TEARDOWN_BATCH 4096u
 /* Release up to `max` of the closed sessions' buffers and kernels; returns
  * whether some are left. */
-int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
+bool ruda__session_remains_release(struct ruda_session_context *ctx, size_t max);
 /* Grant the device to session `id` alone (or queue it); see ExclusiveBegin.
- * Returns 1 when granted now. */
-int ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
-				  uint32_t timeout_ms);
+ * Returns true when granted now. */
+bool ruda__session_exclusive_begin(struct ruda_session *session, uint64_t request,
+				   uint32_t timeout_ms);
 /* End the lease `session` holds; 0, or -ENOENT when it holds none. */
 /* The longest lease granted (max_exclusive_ms). */
 uint32_t ruda__session_exclusive_limit_ms(const struct ruda_session_context *ctx);
@@ -307,11 +308,11 @@ void ruda__session_release(struct ruda_session *session);
 /* Whether the connection may hand the session another frame now; when
  * not because the session must wait (its GPU work, a higher priority, an
  * exclusive lease), it is throttled until ruda__session_context_resume. */
-int ruda__session_takes_frame(struct ruda_session *session);
-/* After a frame was dispatched: 1 when its request parked (it waits for
+bool ruda__session_takes_frame(struct ruda_session *session);
+/* After a frame was dispatched: true when its request parked (it waits for
  * the arena's import) and the same frame must be handed again once the
- * session resumes; 0 otherwise (the session may be throttled). */
-int ruda__session_frame_done(struct ruda_session *session);
+ * session resumes; false otherwise (the session may be throttled). */
+bool ruda__session_frame_done(struct ruda_session *session);
 
 /* The session's parts in files of their own, for session.c: */
 /* session_exclusive.c: a session that ends holds no lease and waits for

@@ -165,23 +165,23 @@ static void exclusive_release(struct ruda_session_context *ctx)
 	ruda__session_context_resume(ctx);
 }
 
-int ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
+bool ruda__session_exclusive_begin(struct ruda_session *s, uint64_t request, uint32_t timeout_ms)
 {
 	struct ruda_session_context *ctx = s->ctx;
 	if (ctx->exclusive == s->id) {
 		/* held already: granted again, but it ends when it would have
 		 * (asking again does not make a lease longer) */
 		ruda__reply_status(s->conn, request, RUDA_OK, NULL);
-		return 1;
+		return true;
 	}
 	if (!ctx->exclusive && !ctx->exclusive_waiting && !exclusive_not_before(ctx, s)) {
 		exclusive_grant(s, request, timeout_ms);
-		return 1;
+		return true;
 	}
 	struct ruda_exclusive_wait *w = malloc(sizeof(*w)), **tail = &ctx->exclusive_waiting;
 	if (!w) {
 		ruda__reply_status(s->conn, request, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
-		return 0;
+		return false;
 	}
 	*w = (struct ruda_exclusive_wait){.session = s->id, .request = request,
 					  .timeout_ms = timeout_ms};

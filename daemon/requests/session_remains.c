@@ -53,7 +53,7 @@ static void remains_release_slot(struct ruda_session_remains *r, size_t slot)
 	}
 }
 
-int ruda__session_remains_release(struct ruda_session_context *ctx, size_t max)
+bool ruda__session_remains_release(struct ruda_session_context *ctx, size_t max)
 {
 	size_t done = 0;
 	while (ctx->remains && done < max) {

@@ -32,7 +32,7 @@ struct reply_waiter {
 	struct ruda_session_profile *profile; /* RUDA_WAIT_PROFILE: the session's, while it lives */
 	/* RUDA_WAIT_SYNC: the stream had no error when the sync came, as the arena
 	 * told the client (errors recorded later are the next sync's) */
-	int settled_ok;
+	bool settled_ok;
 	size_t nhandles;
 	uint64_t handles[];
 };
@@ -146,7 +146,7 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	w->stream = s->current->id;
 	w->device = s->device;
 	w->profile = NULL;
-	w->settled_ok = 0;
+	w->settled_ok = false;
 	w->nhandles = nhandles;
 	if (nhandles)
 		memcpy(w->handles, handles, nhandles * sizeof(uint64_t));
@@ -177,7 +177,7 @@ void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_w
  * progress page then sees its work end without waiting for the reply
  * (docs/design.md, "Fast sync"). */
 void ruda__wait_publish(struct ruda_session *s, const struct ruda_stream *st, uint64_t request,
-			int ok)
+			bool ok)
 {
 	struct ruda_arena_sync_entry e = {
 		.stream = st->id,
@@ -191,7 +191,7 @@ void ruda__wait_publish(struct ruda_session *s, const struct ruda_stream *st, ui
 /* Whether a request submitted on `st` just now is settled without error:
  * the stream's error so far, or the device's failure if its work never
  * ends, would be the reply's. */
-int ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st)
+bool ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st)
 {
 	return st->error == RUDA_OK && ruda__device_failure(s->device) == RUDA_OK;
 }

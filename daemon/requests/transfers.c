@@ -153,7 +153,7 @@ void ruda__handle_read(struct ruda_session *s, const Ruda__Request *req)
 		st = ruda__stream_read(s->current, b, r->offset, r->arena_offset, r->size);
 	if (st != RUDA_OK) {
 		if (r->region)
-			ruda__wait_publish(s, s->current, req->id, 0);
+			ruda__wait_publish(s, s->current, req->id, false);
 		ruda__reply_status(s->conn, req->id, st, "%s", why);
 		return;
 	}

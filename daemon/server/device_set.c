@@ -61,7 +61,7 @@ int ruda__device_set_resolve(const struct ruda_vulkan *vk, const char *selectors
 		snprintf(one, sizeof(one), "%.*s", (int)(len < sizeof(one) ? len : sizeof(one) - 1), p);
 		if (!*one) {
 			log_error("devices: an empty item in \"%s\"", selectors);
-			return -1;
+			return -ENODEV;
 		}
 		if (strcmp(one, "all") == 0) {
 			n += all_devices(vk, out + n, max - n);
@@ -69,11 +69,11 @@ int ruda__device_set_resolve(const struct ruda_vulkan *vk, const char *selectors
 			int i = ruda__vulkan_select(vk, one);
 			if (i < 0) {
 				log_error("devices: no Vulkan device matches \"%s\"", one);
-				return -1;
+				return -ENODEV;
 			}
 			if (n == max) {
 				log_error("devices: more than %u devices", max);
-				return -1;
+				return -ENODEV;
 			}
 			out[n++] = (uint32_t)i;
 		}

@@ -35,7 +35,7 @@ struct ruda_device_set {
  * Physical device indices `selectors` names, into out (at most max):
  * a comma-separated list of device numbers or parts of device names, each
  * opened once per mention; "all" (or NULL) for every physical device, GPUs
- * only when there are any, the best first. Returns the count, or -1 after
+ * only when there are any, the best first. Returns the count, or -ENODEV after
  * logging which selector matched nothing.
  */
 int ruda__device_set_resolve(const struct ruda_vulkan *vk, const char *selectors, uint32_t *out,

@@ -32,7 +32,7 @@ struct ruda_device_slot {
 int ruda__recovery_tick(struct ruda_session_context *ctx);
 
 /* Close the sessions on device `index` with a device-lost notice; returns
- * how many, or -ENOMEM (none closed). */
+ * how many (a count), or -ENOMEM (none closed). */
 int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index);
 
 /* Tear down device `index` of ctx and open it again (the recreate_device

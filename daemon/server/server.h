@@ -45,7 +45,7 @@ struct ruda_server {
 };
 
 /* Listen on options->listen_fd, or bind options->socket_path (creating
- * its directory) with the mode and group asked for. */
+ * its directory) with the mode and group asked for. 0 or a negative errno. */
 int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		      const struct ruda_server_options *options, struct ruda_device **devices,
 		      struct ruda_pipeline_registry **pipelines, uint32_t ndevices);
@@ -60,7 +60,8 @@ void ruda__server_shutdown(struct ruda_server *server);
 void ruda__server_finish(struct ruda_server *server);
 
 /* The default socket path: $RUDA_SOCKET, /run/ruda/rudad.sock for root,
- * else $XDG_RUNTIME_DIR/ruda/rudad.sock. Writes into buf. */
+ * else $XDG_RUNTIME_DIR/ruda/rudad.sock. Writes into buf; 0, -ENOENT or
+ * -ENAMETOOLONG. */
 int ruda__default_socket_path(char *buf, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* rudad.conf: values, every error with its line, the command line on top,
  * and the round trip through --print-config's format. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,7 +352,7 @@ START_TEST(overrides)
 	ck_assert_int_eq(ruda__config_set(&cli, "max_clients", "20", NULL, NULL), 0);
 	ck_assert_int_eq(ruda__config_set(&cli, "allowed_users", "", NULL, NULL), 0);
 	memset(&e, 0, sizeof(e));
-	ck_assert_int_eq(ruda__config_set(&cli, "no_such_key", "1", collect, &e), -1);
+	ck_assert_int_eq(ruda__config_set(&cli, "no_such_key", "1", collect, &e), -EINVAL);
 	ck_assert(has_error(&e, "-:0: ", "unknown key 'no_such_key'"));
 	ck_assert_int_eq(ruda__config_override(&file, &cli), 0);
 	ck_assert_uint_eq(file.max_clients, 20);
@@ -381,7 +382,7 @@ START_TEST(keys_compare_and_copy)
 	ck_assert(!ruda__config_key_reloadable(RUDA_CONFIG_DEVICES));
 	ck_assert_int_eq(ruda__config_key_lookup("max_memory_per_uid"),
 			 RUDA_CONFIG_MAX_MEMORY_PER_UID);
-	ck_assert_int_eq(ruda__config_key_lookup("nope"), -1);
+	ck_assert_int_eq(ruda__config_key_lookup("nope"), -ENOENT);
 	ruda__config_finish(&a);
 	ruda__config_finish(&b);
 }
