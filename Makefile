@@ -274,7 +274,19 @@ $(BUILD)/tests/test_vk_objects: | $(BUILD)/tests/libvkcount.so
 
 TEST_PROGRAMS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
 
-tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS)
+# Suites run a second time with every stream of a client and of every client
+# on one queue lane (lanes = on, queues = 1: docs/design.md, "Queue lanes"),
+# which lavapipe, with its one queue, does not use by default. Each is a
+# script beside the suite, named lanes/test_x.
+LANES_SUITES := test_streams test_sync_fast test_sync_buffers test_graphs test_dynamic_counts \
+	test_launch_failure test_isolation test_transfer test_clients test_memory
+LANES_TESTS := $(patsubst %,$(BUILD)/tests/lanes/%,$(LANES_SUITES))
+$(BUILD)/tests/lanes/%: $(BUILD)/tests/%
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nRUDA_TEST_SET="lanes=on queues=1" exec "%s" "$$@"\n' "$(abspath $<)" > $@
+	@chmod +x $@
+
+tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS) $(LANES_TESTS)
 
 # The runner is checked on stubs first; each suite then streams its checks
 # and the last line is the total: "N passed, N failed, N skipped".
@@ -282,7 +294,7 @@ check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@sh tests/run_selftest.sh
 	@python3 tests/include_graph.py --dir daemon --max-lines 800 --quiet
-	@rc=0; BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS) || rc=$$?; \
+	@rc=0; BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS) $(LANES_TESTS) || rc=$$?; \
 	$(MAKE) --no-print-directory check-python || rc=1; exit $$rc
 
 # The Python package (python/ruda) against this build's libruda and rudad.

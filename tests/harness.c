@@ -117,6 +117,19 @@ void test_daemon_start_at(struct test_daemon *d, const char *socket_path,
 	const char *argv[32] = {test_build_path("rudad"), "--socket", d->socket_path,
 				"--log-level", "info", "--cache-dir", cache_dir};
 	int argc = 7;
+	/* RUDA_TEST_SET="lanes=on queues=1": keys set for every rudad a suite
+	 * starts (a whole suite run in another configuration) */
+	char set_args[8][128];
+	const char *set = getenv("RUDA_TEST_SET");
+	for (int n = 0; set && *set && n < 8; n++) {
+		size_t len = strcspn(set, " ");
+		if (len) {
+			snprintf(set_args[n], sizeof(set_args[n]), "--set=%.*s", (int)len, set);
+			argv[argc++] = set_args[n];
+		}
+		set += len;
+		set += strspn(set, " ");
+	}
 	for (int i = 0; extra_args && extra_args[i] && argc < 31; i++)
 		argv[argc++] = extra_args[i];
 	argv[argc] = NULL;

@@ -75,6 +75,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_FREED_MEMORY_KEEP_MS,
 	RUDA_CONFIG_EXPORT_MEMORY,
 	RUDA_CONFIG_QUEUES,
+	RUDA_CONFIG_LANES,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
 	RUDA_CONFIG_MAX_STAGING_PER_CLIENT,
@@ -147,6 +148,7 @@ struct ruda_config {
 	bool force_checked_launches;
 	bool export_memory; /* buffers may be exported as fds (get_resource) */
 	uint32_t queues;    /* device queues to spread streams over; 0: all, up to 16 */
+	char *lanes; /* owned: "auto", "on" or "off"; NULL: auto (exec/lane.c) */
 
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;

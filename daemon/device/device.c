@@ -234,6 +234,7 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		d->nqueues = vk->max_queues;
 	if (!d->nqueues)
 		d->nqueues = 1;
+	d->lanes_on = vk->lanes == RUDA_LANES_ON || (vk->lanes == RUDA_LANES_AUTO && d->nqueues > 1);
 	float priorities[RUDA_MAX_QUEUES];
 	for (uint32_t i = 0; i < RUDA_MAX_QUEUES; i++)
 		priorities[i] = 1.0f;

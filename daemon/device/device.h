@@ -23,6 +23,7 @@
 
 struct ruda_device;
 struct ruda_indirect;
+struct ruda_lanes;
 
 /* Queues of the compute family a device uses at most. */
 #define RUDA_MAX_QUEUES 16u
@@ -99,6 +100,10 @@ struct ruda_device {
 	 * once its queue's reaches its value (completion thread writes) */
 	_Atomic uint64_t queue_done[RUDA_MAX_QUEUES];
 	uint32_t next_queue; /* loop thread: the queue the next stream gets */
+	/* streams that share a queue record in rounds (exec/lane.c, which
+	 * makes and tears down `lanes`; the device only keeps the pointer) */
+	bool lanes_on;
+	struct ruda_lanes *lanes;
 	VkPhysicalDeviceProperties props;
 	VkPhysicalDeviceMemoryProperties memory;
 	uint32_t max_push_descriptors;
@@ -212,6 +217,9 @@ uint32_t ruda__device_next_queue(struct ruda_device *device);
  * queue, has completed (what `completed` publishes); 0 when the device
  * cannot say (lost). */
 int ruda__device_read_completed(struct ruda_device *device, uint64_t *value);
+/* Order the submission after `queue`'s work up to `value` as well as what
+ * it waits for already (after all queues' work where the two differ). */
+void ruda__submission_wait_for(struct ruda_submission *sub, uint32_t queue, uint64_t value);
 /* Keep `ref` alive until the submission completes (takes a new reference). */
 int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref);
 void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter *waiter);
@@ -221,6 +229,11 @@ void ruda__submission_add_waiter(struct ruda_submission *sub, struct ruda_waiter
  * and never completed. */
 void ruda__device_wait_value(struct ruda_device *device, uint64_t value,
 			     struct ruda_waiter *waiter);
+/* Run `waiter` once the submissions of all `n` values have completed (on
+ * several queues, the newest of them completing says nothing of the
+ * others): with the first failure seen, or RUDA_ERROR_OUT_OF_MEMORY. */
+void ruda__device_wait_values(struct ruda_device *device, const uint64_t *values, size_t n,
+			      struct ruda_waiter *waiter);
 /* End, submit and hand to the completion thread. On failure the
  * submission's waiters see the error and the device counts as lost. */
 int ruda__submission_submit(struct ruda_submission *sub);

@@ -18,6 +18,9 @@ struct ruda_vulkan {
 	uint32_t nphysical;
 	bool no_export; /* rudad.conf export_memory = no: devices export nothing */
 	uint32_t max_queues; /* rudad.conf queues: queues per device (0: all, up to 16) */
+	/* rudad.conf lanes: streams sharing a queue record in rounds where the
+	 * device has several queues (auto), always (on) or never (off) */
+	enum ruda_lanes_mode { RUDA_LANES_AUTO, RUDA_LANES_ON, RUDA_LANES_OFF } lanes;
 	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
 	 * devices opened on it reserve together (allocator.h) */
 	struct ruda_heap_budget *budgets;

@@ -113,6 +113,19 @@ struct ruda_submission *ruda__submission_begin_on(struct ruda_device *d, uint32_
 	return sub;
 }
 
+void ruda__submission_wait_for(struct ruda_submission *sub, uint32_t queue, uint64_t value)
+{
+	if (!value)
+		return;
+	if (sub->wait_value && sub->wait_queue != queue) {
+		sub->after_all = true; /* one wait slot: all queues' work covers both */
+		return;
+	}
+	sub->wait_queue = queue;
+	if (value > sub->wait_value)
+		sub->wait_value = value;
+}
+
 int ruda__submission_hold(struct ruda_submission *sub, struct ruda_ref *ref)
 {
 	if (sub->nrefs == sub->refs_cap) {
@@ -148,6 +161,57 @@ void ruda__device_wait_value(struct ruda_device *d, uint64_t value, struct ruda_
 			return;
 		}
 	waiter->done(waiter, ruda__device_failure(d));
+}
+
+/* One waiter for several values: each part counts down. */
+struct wait_all {
+	struct ruda_waiter *then;
+	size_t pending;
+	int status;
+	struct wait_part {
+		struct ruda_waiter base;
+		struct wait_all *all;
+	} parts[];
+};
+
+static void wait_all_count_down(struct wait_all *all, int status)
+{
+	if (status != RUDA_OK && all->status == RUDA_OK)
+		all->status = status;
+	if (--all->pending)
+		return;
+	struct ruda_waiter *then = all->then;
+	status = all->status;
+	free(all);
+	then->done(then, status);
+}
+
+static void wait_part_done(struct ruda_waiter *base, int status)
+{
+	wait_all_count_down(((struct wait_part *)base)->all, status);
+}
+
+void ruda__device_wait_values(struct ruda_device *d, const uint64_t *values, size_t n,
+			      struct ruda_waiter *waiter)
+{
+	if (n <= 1) {
+		ruda__device_wait_value(d, n ? values[0] : 0, waiter);
+		return;
+	}
+	struct wait_all *all = malloc(sizeof(*all) + n * sizeof(all->parts[0]));
+	if (!all) {
+		waiter->done(waiter, RUDA_ERROR_OUT_OF_MEMORY);
+		return;
+	}
+	all->then = waiter;
+	all->pending = n + 1; /* parts may be done at once: this call's share last */
+	all->status = RUDA_OK;
+	for (size_t i = 0; i < n; i++) {
+		all->parts[i].all = all;
+		all->parts[i].base.done = wait_part_done;
+		ruda__device_wait_value(d, values[i], &all->parts[i].base);
+	}
+	wait_all_count_down(all, RUDA_OK);
 }
 
 void ruda__submission_discard(struct ruda_submission *sub, int status)

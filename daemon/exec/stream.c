@@ -20,6 +20,8 @@ void ruda__stream_init(struct ruda_stream *s, struct ruda_device *device,
 		.arena = arena,
 		.dirty_list = dirty_list,
 	};
+	s->caught_up_tail = &s->caught_up_waiters;
+	s->lane = ruda__lane_of(device, s->queue);
 }
 
 static void undirty(struct ruda_stream *s)
@@ -61,7 +63,9 @@ void ruda__stream_finish(struct ruda_stream *s)
 		b = next;
 	}
 	undirty(s);
-	if (s->recording)
+	if (s->lane)
+		ruda__lane_leave(s); /* the recording is shared */
+	else if (s->recording)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
 	s->records_fills = 0;
@@ -104,7 +108,8 @@ void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *b)
 		uint64_t v = submission_value(b->use_stream, b->use_seq);
 		if (v > b->use_value)
 			b->use_value = v;
-		if (!v && b->use_stream->recording && b->use_seq == b->use_stream->recent_next)
+		if (!v && ruda__stream_unsubmitted(b->use_stream) &&
+		    b->use_seq == b->use_stream->recent_next)
 			b->use_elsewhere = 1;
 	}
 	b->use_stream = s;
@@ -118,7 +123,7 @@ int64_t ruda__stream_buffer_done_value(struct ruda_buffer *b)
 	uint64_t v = 0;
 	struct ruda_stream *s = b->use_stream;
 	if (s) {
-		if (b->use_seq == s->recent_next && s->recording)
+		if (b->use_seq == s->recent_next && ruda__stream_unsubmitted(s))
 			ruda__stream_submit(s); /* the use is still being recorded */
 		v = submission_value(s, b->use_seq);
 	}
@@ -155,6 +160,8 @@ void ruda__record_transfer_barrier(VkCommandBuffer cmd)
 /* The command buffer being recorded, begun if there is none. */
 static VkCommandBuffer recording(struct ruda_stream *s)
 {
+	if (s->lane)
+		return ruda__lane_join(s->lane, s);
 	if (!s->recording) {
 		s->recording = ruda__submission_begin_on(s->device, s->queue);
 		if (!s->recording)
@@ -199,6 +206,7 @@ static int record_fills(struct ruda_stream *s, struct ruda_buffer *skip)
 		ruda__stream_note_use(s, b);
 		s->device->stats.zero_filled_bytes += b->vk_size - b->zero_from;
 		s->recording->commands++;
+		s->lane_commands++;
 		s->records_fills = 1;
 		*link = b->zero_next;
 		b->zero_next = NULL;
@@ -209,18 +217,27 @@ static int record_fills(struct ruda_stream *s, struct ruda_buffer *skip)
 }
 
 /* The command buffer to record into, after the zero fills waiting (but
- * `skip`'s) and a barrier that orders the new command after everything
- * before it on the queue. */
+ * `skip`'s), the stream's launches waiting in its lane, and a barrier that
+ * orders the new command after everything before it on the queue. */
 static VkCommandBuffer record_after_fills(struct ruda_stream *s, struct ruda_buffer *skip)
 {
 	if (record_fills(s, skip) < 0)
+		return VK_NULL_HANDLE;
+	if (s->lane && ruda__lane_catch_up(s->lane, s) != RUDA_OK)
 		return VK_NULL_HANDLE;
 	VkCommandBuffer cmd = recording(s);
 	if (!cmd)
 		return VK_NULL_HANDLE;
 	ruda__record_barrier(cmd);
 	s->recording->commands++;
+	s->lane_commands++;
 	return cmd;
+}
+
+/* What `s`'s recording has bound: the lane's, where streams share it. */
+static struct ruda_bind_cache *bound(struct ruda_stream *s)
+{
+	return s->lane ? &s->lane->bound : &s->bound;
 }
 
 static VkCommandBuffer record(struct ruda_stream *s)
@@ -415,6 +432,13 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 				const struct ruda_binding *bindings,
 				uint32_t nbindings, const void *push, uint32_t push_size)
 {
+	/* in a lane, a launch waits for a round (dynamic counts share the
+	 * queue's indirect slot, so theirs are recorded at once) */
+	if (s->lane && !count->buffer) {
+		if (record_fills(s, NULL) < 0)
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		return ruda__lane_defer(s, p, count, bindings, nbindings, push, push_size);
+	}
 	VkCommandBuffer cmd = record(s);
 	if (!cmd || hold_once(s->recording, &p->ref) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
@@ -427,9 +451,8 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	if (count->buffer)
 		ruda__stream_note_use(s, count->buffer);
-	ruda__record_dispatch(s->device, cmd, s->queue, &s->bound, p, count, bindings, nbindings,
-			      push,
-			      push_size);
+	ruda__record_dispatch(s->device, cmd, s->queue, bound(s), p, count, bindings, nbindings,
+			      push, push_size);
 	return after_record(s);
 }
 
@@ -440,7 +463,7 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 	if (!cmd || ruda__submission_hold(s->recording, hold) < 0)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	vkCmdExecuteCommands(cmd, 1, &secondary);
-	s->bound.pipeline = NULL; /* the primary's state is undefined after it */
+	bound(s)->pipeline = NULL; /* the primary's state is undefined after it */
 	s->recording->commands += commands;
 	return after_record(s);
 }
@@ -457,8 +480,7 @@ void ruda__stream_after(struct ruda_stream *s, const struct ruda_stream *before)
 	if (before->queue == s->queue || !before->last_value)
 		return;
 	if (s->recording) { /* not submitted yet: the whole batch waits */
-		s->recording->wait_queue = before->queue;
-		s->recording->wait_value = before->last_value;
+		ruda__submission_wait_for(s->recording, before->queue, before->last_value);
 	} else {
 		s->wait_queue = before->queue;
 		s->wait_value = before->last_value;
@@ -473,6 +495,8 @@ void ruda__stream_fill_now(struct ruda_buffer *buffer)
 
 ruda_status ruda__stream_submit(struct ruda_stream *s)
 {
+	if (s->lane)
+		return ruda__stream_unsubmitted(s) ? ruda__lane_submit(s->lane) : RUDA_OK;
 	if (!s->recording)
 		return RUDA_OK;
 	struct ruda_submission *sub = s->recording;
@@ -493,7 +517,8 @@ ruda_status ruda__stream_submit(struct ruda_stream *s)
 	s->last_value = sub->value;
 	s->recent[s->recent_next++ % RUDA_STREAM_MAX_INFLIGHT] = sub->value;
 	if (s->submitted)
-		s->submitted(s->submitted_data, sub, first_write);
+		s->submitted(s->submitted_data, s, sub, first_write);
+	s->lane_commands = 0;
 	return RUDA_OK;
 }
 
@@ -511,8 +536,21 @@ void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter)
 	waiter->done(waiter, ruda__device_failure(d));
 }
 
+void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *waiter)
+{
+	if (!s->lane || !ruda__stream_unsubmitted(s)) {
+		ruda__stream_wait(s, waiter);
+		return;
+	}
+	waiter->next = NULL;
+	*s->caught_up_tail = waiter;
+	s->caught_up_tail = &waiter->next;
+}
+
 int ruda__stream_saturated(const struct ruda_stream *s)
 {
+	if (s->ndeferred >= RUDA_STREAM_BATCH)
+		return 1; /* launches enough for a batch wait in its lane */
 	/* the oldest of the last few submissions is still running */
 	uint64_t oldest = s->recent[s->recent_next % RUDA_STREAM_MAX_INFLIGHT];
 	return oldest > atomic_load(&s->device->completed) && !atomic_load(&s->device->lost);

@@ -7,6 +7,7 @@
 #ifndef RUDA_STREAM_H
 #define RUDA_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 #include <vulkan/vulkan.h>
@@ -42,8 +43,26 @@ struct ruda_bind_cache {
 	} bindings[RUDA_BIND_CACHE_BINDINGS];
 };
 
+struct ruda_lane;
+struct ruda_deferred_launch;
+
 struct ruda_stream {
 	struct ruda_device *device; /* borrowed */
+	/* the lane of its queue when streams share queues (see struct
+	 * ruda_lane below); NULL: it records alone */
+	struct ruda_lane *lane;
+	struct ruda_stream *joined_next;  /* in lane->joined while `recording` is the lane's */
+	struct ruda_stream *waiting_next; /* in lane->waiting while launches wait */
+	bool waiting;
+	uint32_t lane_commands; /* its commands in the lane's recording */
+	/* launches waiting for a round, oldest first (a ring; owned) */
+	struct ruda_deferred_launch **deferred;
+	uint32_t ndeferred, deferred_head, deferred_cap;
+	/* waiters for the submission that takes its last waiting launch, and
+	 * the sync (request id, 0: none) to publish then (requests/sync.c) */
+	struct ruda_waiter *caught_up_waiters, **caught_up_tail;
+	uint64_t publish_request;
+	bool publish_ok;
 	uint32_t queue;             /* the device queue all its work goes to */
 	/* its next submission waits for queue `wait_queue` to reach
 	 * `wait_value` (0: nothing to wait for): see ruda__stream_after */
@@ -66,8 +85,10 @@ struct ruda_stream {
 
 	/* told of each submission once it is on the queue; `first_write` is
 	 * its first arena upload, 0 if none (the owner tracks arena progress
-	 * and device time with it) */
-	void (*submitted)(void *data, struct ruda_submission *sub, uint64_t first_write);
+	 * and device time with it); `lane_commands` is the stream's share of
+	 * the submission's commands, which other streams may share */
+	void (*submitted)(void *data, struct ruda_stream *stream, struct ruda_submission *sub,
+			  uint64_t first_write);
 	void *submitted_data;
 
 	/* the graph its launches go to, if capturing: owned by whoever set it
@@ -201,5 +222,64 @@ int ruda__stream_saturated(const struct ruda_stream *s);
 
 /* Submit every stream on `list` (end of a loop iteration). */
 void ruda__stream_submit_dirty(struct ruda_stream **list);
+
+/* Whether the stream has work recorded or waiting that is not submitted. */
+static inline bool ruda__stream_unsubmitted(const struct ruda_stream *s)
+{
+	return s->recording || s->ndeferred;
+}
+/* Run `waiter` once everything the stream has so far is complete, without
+ * hurrying it: in a lane, once the submission that takes its last waiting
+ * launch completes (a sync, which need not cut other streams' rounds
+ * short); else as ruda__stream_wait. */
+void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *waiter);
+
+/*
+ * A queue lane (exec/lane.c): the streams on one queue of a device where
+ * streams share queues (`lanes` in rudad.conf). They record into one
+ * command buffer, their launches in rounds: one waiting launch of each
+ * stream, then a barrier. A barrier orders everything before it on the
+ * queue, so this is what lets different streams' kernels run side by side
+ * on one queue while each stream's stay in order. Other commands (copies,
+ * fills, graphs, dynamic counts) are recorded at once, after the stream's
+ * waiting launches, and end the round. The lane keeps about
+ * RUDA_LANE_INFLIGHT_NS of device time in flight, so a newcomer's launch
+ * joins a round soon rather than queueing behind another client's backlog.
+ */
+#define RUDA_LANE_INFLIGHT_NS 150000u
+#define RUDA_LANE_MAX_INFLIGHT 2u
+
+struct ruda_lane {
+	struct ruda_device *device; /* borrowed */
+	uint32_t queue;
+	struct ruda_submission *recording; /* shared by the streams on `joined` */
+	struct ruda_stream *joined;
+	struct ruda_stream *waiting; /* streams with waiting launches, in turn */
+	struct ruda_bind_cache bound; /* in `recording` */
+	uint32_t rounds;              /* rounds in `recording` */
+	uint32_t inflight;            /* its submissions not yet complete */
+	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
+};
+
+/* The lane of `queue` on `device`, made on first use; NULL when the
+ * device's streams record alone (lanes off, or out of memory). */
+struct ruda_lane *ruda__lane_of(struct ruda_device *device, uint32_t queue);
+/* Keep launch `l` of `s` (references taken) for a round. */
+ruda_status ruda__lane_defer(struct ruda_stream *s, struct ruda_pipeline *pipeline,
+			     const struct ruda_launch_count *count,
+			     const struct ruda_binding *bindings, uint32_t nbindings,
+			     const void *push, uint32_t push_size);
+/* The lane's recording, begun if there is none, with `s` in it (its
+ * arena held, its pending wait added); VK_NULL_HANDLE: out of memory. */
+VkCommandBuffer ruda__lane_join(struct ruda_lane *lane, struct ruda_stream *s);
+/* Record rounds until `s` has no launch waiting (others' go along). */
+ruda_status ruda__lane_catch_up(struct ruda_lane *lane, struct ruda_stream *s);
+/* Record every waiting launch, then submit the lane's recording. */
+ruda_status ruda__lane_submit(struct ruda_lane *lane);
+/* The loop's turn: record and submit what the lanes of `device` may have
+ * in flight. */
+void ruda__lane_pump(struct ruda_device *device);
+/* `s` goes: its waiting launches and waiters are dropped. */
+void ruda__lane_leave(struct ruda_stream *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include "exec/pipeline.h"
 #include "common/policy.h"
 #include "ruda.pb-c.h"
+#include "requests/handlers.h"
 #include "requests/reply.h"
 #include "exec/throughput_cache.h"
 
@@ -241,6 +242,9 @@ void ruda__session_release(struct ruda_session *s)
 void ruda__session_submit_dirty(struct ruda_session_context *ctx)
 {
 	ruda__stream_submit_dirty(&ctx->dirty);
+	for (uint32_t i = 0; i < ctx->ndevices; i++)
+		if (ctx->devices[i])
+			ruda__lane_pump(ctx->devices[i]);
 }
 
 /* Take `s`, which `*link` points to, off the throttled list. */
@@ -299,20 +303,6 @@ void ruda__session_each_stream(struct ruda_session *s,
 			fn(s->streams.slots[i].value, data);
 }
 
-static void newest(struct ruda_stream *st, void *data)
-{
-	struct ruda_stream **best = data;
-	if (st->last_value > (*best)->last_value)
-		*best = st;
-}
-
-struct ruda_stream *ruda__session_latest_stream(struct ruda_session *s)
-{
-	struct ruda_stream *best = &s->stream;
-	ruda__session_each_stream(s, newest, &best);
-	return best;
-}
-
 /* Every upload the stream has recorded but not submitted bounds progress. */
 static void recorded_bound(struct ruda_stream *st, void *data)
 {
@@ -365,6 +355,9 @@ struct submission_waiter {
 	struct ruda_device *device;
 	uint32_t priority;
 	uint64_t value; /* the submission's number on the device */
+	/* the session's commands of the submission's (streams sharing a lane
+	 * share a submission): its device time is split by them */
+	uint32_t commands, of;
 };
 
 static void submission_done(struct ruda_waiter *base, int status)
@@ -374,11 +367,14 @@ static void submission_done(struct ruda_waiter *base, int status)
 	ruda__priority_completed(&w->device->priority, w->priority, uv_hrtime());
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s) {
-		s->usage.gpu_time_ns += base->gpu_ns;
+		uint64_t ns = base->gpu_ns;
+		if (w->of > w->commands)
+			ns = ns / w->of * w->commands + ns % w->of * w->commands / w->of;
+		s->usage.gpu_time_ns += ns;
 		/* the windows it ran inside: this session's time only */
 		for (struct ruda_session_profile *p = s->measuring; p; p = p->next)
 			if (w->value > p->after && w->value <= p->until)
-				p->gpu_ns += base->gpu_ns;
+				p->gpu_ns += ns;
 		ruda__session_arena_publish(s);
 	}
 	free(w);
@@ -403,9 +399,15 @@ static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_w
 	return 0;
 }
 
-static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t first_write)
+static void stream_submitted(void *data, struct ruda_stream *st, struct ruda_submission *sub,
+			     uint64_t first_write)
 {
 	struct ruda_session *s = data;
+	/* a sync that waited for its lane to take the stream's last launch */
+	if (st->publish_request && !st->ndeferred) {
+		ruda__wait_publish(s, st, st->publish_request, st->publish_ok);
+		st->publish_request = 0;
+	}
 	s->usage.submissions++;
 	sub->owner = s->id; /* whose work timed out, if it does */
 	if (first_write && pending_push(s, sub->value, first_write) < 0) {
@@ -425,6 +427,8 @@ static void stream_submitted(void *data, struct ruda_submission *sub, uint64_t f
 	w->device = s->device;
 	w->priority = s->priority & 7;
 	w->value = sub->value;
+	w->commands = st->lane ? st->lane_commands : 0;
+	w->of = st->lane ? sub->commands : 0;
 	/* active at its priority (queries, stats and admin requests do not
 	 * submit, so they do not count) */
 	ruda__priority_submitted(&w->device->priority, w->priority, s->held, uv_hrtime(),

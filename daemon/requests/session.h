@@ -251,9 +251,6 @@ void ruda__session_each_stream(struct ruda_session *session,
 			       void (*fn)(struct ruda_stream *stream, void *data), void *data);
 /* Submit what every stream of the session has recorded. */
 void ruda__session_submit_all(struct ruda_session *session);
-/* The stream whose last submission is the newest (the session's work is
- * done once it is). */
-struct ruda_stream *ruda__session_latest_stream(struct ruda_session *session);
 /* Request `id` used arena bytes; tell the client which requests' bytes it
  * may reuse now. */
 void ruda__session_arena_used(struct ruda_session *session, uint64_t id);

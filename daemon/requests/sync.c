@@ -153,6 +153,35 @@ static struct reply_waiter *reply_waiter_new(struct ruda_session *s, uint64_t re
 	return w;
 }
 
+struct stream_values {
+	uint64_t *values;
+	size_t n, cap;
+};
+
+static void collect_last_value(struct ruda_stream *st, void *data)
+{
+	struct stream_values *v = data;
+	if (st->last_value && v->n < v->cap)
+		v->values[v->n++] = st->last_value;
+}
+
+/* Submit the session's work on every stream, then run `waiter` once all of
+ * it is complete: each stream's last submission, as streams may be on
+ * different queues. */
+static void wait_session_work(struct ruda_session *s, struct ruda_waiter *waiter)
+{
+	ruda__session_submit_all(s);
+	struct stream_values v = {.cap = s->streams.count + 1};
+	v.values = malloc(v.cap * sizeof(uint64_t));
+	if (!v.values) {
+		waiter->done(waiter, RUDA_ERROR_OUT_OF_MEMORY);
+		return;
+	}
+	ruda__session_each_stream(s, collect_last_value, &v);
+	ruda__device_wait_values(s->device, v.values, v.n, waiter);
+	free(v.values);
+}
+
 void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_wait_kind kind,
 			   const uint64_t *handles, size_t nhandles)
 {
@@ -165,10 +194,7 @@ void ruda__wait_then_reply(struct ruda_session *s, uint64_t request, enum ruda_w
 		ruda__stream_wait(s->current, &w->base);
 		return;
 	}
-	/* the session's work on every stream: on the device's one queue, done
-	 * once the newest submission is */
-	ruda__session_submit_all(s);
-	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
+	wait_session_work(s, &w->base);
 }
 
 /* Publish in the session's arena which timeline value ends request
@@ -196,23 +222,38 @@ bool ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st)
 	return st->error == RUDA_OK && ruda__device_failure(s->device) == RUDA_OK;
 }
 
+/* In a lane the stream's launches go in their rounds from this loop
+ * iteration's end anyway; submitting them all now would put them in front
+ * of every other stream's. */
 void ruda__handle_flush(struct ruda_session *s, const Ruda__Request *req)
 {
 	(void)req;
-	ruda__stream_submit(s->current);
+	if (!s->current->lane)
+		ruda__stream_submit(s->current);
 }
 
-/* A sync's answer is settled once its stream's work is submitted. */
+/* A sync's answer is settled once its stream's work is submitted. In a
+ * lane the stream's launches still waiting go in their rounds, not all at
+ * once: the entry is published when the last of them is submitted
+ * (session.c, stream_submitted). */
 void ruda__handle_sync(struct ruda_session *s, const Ruda__Request *req)
 {
 	struct ruda_stream *st = s->current;
-	ruda__stream_submit(st); /* a refused submission is the stream's error */
+	bool in_rounds = st->lane && ruda__stream_unsubmitted(st);
+	if (!in_rounds)
+		ruda__stream_submit(st); /* a refused submission is the stream's error */
 	struct reply_waiter *w = reply_waiter_new(s, req->id, RUDA_WAIT_SYNC, NULL, 0);
 	if (!w) {
 		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
 	w->settled_ok = ruda__wait_settled_ok(s, st);
+	if (in_rounds) {
+		st->publish_request = req->id;
+		st->publish_ok = w->settled_ok;
+		ruda__stream_wait_caught_up(st, &w->base);
+		return;
+	}
 	ruda__wait_publish(s, st, req->id, w->settled_ok);
 	ruda__stream_wait(st, &w->base);
 }
@@ -228,8 +269,16 @@ void ruda__handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__SyncBuffers *sb = req->sync_buffers;
 	/* only the last work that used them: an unrelated kernel running on
-	 * the same stream is not waited for */
-	uint64_t target = 0;
+	 * the same stream is not waited for; each buffer's, as they may have
+	 * been used on different queues */
+	size_t cap = sb->n_handles + s->streams.count + 1;
+	uint64_t *targets = malloc(cap * sizeof(uint64_t));
+	size_t ntargets = 0;
+	bool everything = false;
+	if (!targets) {
+		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+		return;
+	}
 	for (size_t i = 0; i < sb->n_handles; i++) {
 		struct ruda_session_buffer *e = ruda__request_buffer(s, sb->handles[i]);
 		if (!e || !e->buffer)
@@ -238,23 +287,28 @@ void ruda__handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
 		if (b->use_elsewhere) {
 			/* a use on another stream was still recorded when it moved:
 			 * bounded by everything the session has recorded */
-			ruda__session_submit_all(s);
-			uint64_t all = ruda__session_latest_stream(s)->last_value;
-			if (all > b->use_value)
-				b->use_value = all;
-			b->use_elsewhere = 0;
+			everything = true;
+			continue;
 		}
 		int64_t v = ruda__stream_buffer_done_value(b);
-		if (v > 0 && (uint64_t)v > target)
-			target = (uint64_t)v;
+		if (v > 0)
+			targets[ntargets++] = (uint64_t)v;
+	}
+	if (everything) {
+		ruda__session_submit_all(s);
+		struct stream_values all = {.values = targets + ntargets, .cap = cap - ntargets};
+		ruda__session_each_stream(s, collect_last_value, &all);
+		ntargets += all.n;
 	}
 	struct reply_waiter *w =
 		reply_waiter_new(s, req->id, RUDA_WAIT_SYNC_BUFFERS, sb->handles, sb->n_handles);
 	if (!w) {
+		free(targets);
 		ruda__reply_status(s->conn, req->id, RUDA_ERROR_OUT_OF_MEMORY, "out of memory");
 		return;
 	}
-	ruda__device_wait_value(s->device, target, &w->base);
+	ruda__device_wait_values(s->device, targets, ntargets, &w->base);
+	free(targets);
 }
 
 void ruda__handle_fence(struct ruda_session *s, const Ruda__Request *req)
@@ -301,8 +355,7 @@ void ruda__handle_profile_end(struct ruda_session *s, const Ruda__Request *req)
 	}
 	ruda__session_profile_close(s, p);
 	w->profile = p;
-	/* the session's newest submission completes after all its others */
-	ruda__stream_wait(ruda__session_latest_stream(s), &w->base);
+	wait_session_work(s, &w->base);
 }
 
 void ruda__handle_profile_abandon(struct ruda_session *s, const Ruda__Request *req)

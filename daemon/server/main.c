@@ -564,6 +564,9 @@ int main(int argc, char **argv)
 		return 1;
 	d.vulkan.no_export = !d.config.export_memory;
 	d.vulkan.max_queues = d.config.queues;
+	d.vulkan.lanes = !d.config.lanes || !strcmp(d.config.lanes, "auto") ? RUDA_LANES_AUTO
+			 : !strcmp(d.config.lanes, "on")			   ? RUDA_LANES_ON
+										   : RUDA_LANES_OFF;
 	int rc = 1;
 	if (ruda__device_set_open(&d.devices, &d.vulkan, d.config.devices, d.loop,
 				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,

@@ -139,6 +139,7 @@ static struct ruda_vulkan *fresh_instance(const struct ruda_vulkan *shared)
 	}
 	o->vk.no_export = shared->no_export;
 	o->vk.max_queues = shared->max_queues;
+	o->vk.lanes = shared->lanes;
 	/* the same physical devices: their heaps' budgets stay shared with the
 	 * other logical devices on them */
 	free(o->vk.budgets);

@@ -1,7 +1,9 @@
 /*
  * Device queues (issue 22): each stream keeps to one of the device's
  * queues, so one stream's work stays in order while different sessions'
- * work runs side by side where the device has several queues.
+ * work runs side by side where the device has several queues; in queue
+ * lanes (`lanes = on`), streams that share a queue take turns in rounds,
+ * which shows even on a device of one queue.
  */
 #include <check.h>
 #include <pthread.h>
@@ -64,11 +66,14 @@ static void *run_in_order(void *arg)
 	return NULL;
 }
 
+/* rudad with streams sharing one queue in rounds. */
+static const char *const lanes_on_one_queue[] = {"--set", "lanes=on", "--set", "queues=1", NULL};
+
 /* Four clients at once, each 300 order-sensitive launches on its stream. */
-START_TEST(one_stream_stays_in_order)
+static void four_clients_in_order(const char *const *args)
 {
 	struct test_daemon d;
-	test_daemon_start(&d, NULL);
+	test_daemon_start(&d, args);
 	enum { N = 4 };
 	struct orderer o[N];
 	pthread_t t[N];
@@ -84,6 +89,19 @@ START_TEST(one_stream_stays_in_order)
 	}
 	test_daemon_stop(&d);
 }
+
+START_TEST(one_stream_stays_in_order)
+{
+	four_clients_in_order(NULL);
+}
+END_TEST
+
+/* The four clients' launches interleave in one command buffer, in rounds:
+ * each client's chain still comes out exact. */
+START_TEST(one_stream_stays_in_order_in_lanes)
+{
+	four_clients_in_order(lanes_on_one_queue);
+}
 END_TEST
 
 /* Spin launches of tests/shaders/spin.comp: `n` of `steps` each. */
@@ -95,19 +113,12 @@ static ruda_status spin(ruda_client *c, ruda_kernel k, ruda_handle *bufs, int n,
 	return st;
 }
 
-/* Another session's long work does not hold a short launch back where the
- * device has several queues. */
-START_TEST(sessions_run_side_by_side)
+/* Another session's long work does not hold a short launch back: B's one
+ * launch, sent after A's long backlog, is done long before A's is. */
+static void short_beside_long(const char *const *args)
 {
 	struct test_daemon d;
-	test_daemon_start(&d, NULL);
-	unsigned queues = device_queues(&d);
-	ck_assert_uint_ge(queues, 1);
-	if (queues < 2) {
-		fprintf(stderr, "SKIP sessions_run_side_by_side: device 0 has %u queue\n", queues);
-		test_daemon_stop(&d);
-		return;
-	}
+	test_daemon_start(&d, args);
 	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
 	ruda_kernel ka = test_register(a, "tests/shaders/spin", 2, 4);
 	ruda_kernel kb = test_register(b, "tests/shaders/spin", 2, 4);
@@ -156,6 +167,29 @@ START_TEST(sessions_run_side_by_side)
 	ruda_client_close(b);
 	test_daemon_stop(&d);
 }
+
+/* On queues of their own, where the device has several. */
+START_TEST(sessions_run_side_by_side)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	unsigned queues = device_queues(&d);
+	test_daemon_stop(&d);
+	ck_assert_uint_ge(queues, 1);
+	if (queues < 2) {
+		fprintf(stderr, "SKIP sessions_run_side_by_side: device 0 has %u queue\n", queues);
+		return;
+	}
+	short_beside_long(NULL);
+}
+END_TEST
+
+/* On one queue, in rounds: B's launch joins the next round rather than
+ * waiting behind A's backlog (before lanes it waited for all of it). */
+START_TEST(sessions_share_a_queue_in_rounds)
+{
+	short_beside_long(lanes_on_one_queue);
+}
 END_TEST
 
 int main(void)
@@ -164,7 +198,9 @@ int main(void)
 	TCase *tc = tcase_create("queues");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, one_stream_stays_in_order);
+	tcase_add_test(tc, one_stream_stays_in_order_in_lanes);
 	tcase_add_test(tc, sessions_run_side_by_side);
+	tcase_add_test(tc, sessions_share_a_queue_in_rounds);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
