@@ -825,22 +825,13 @@ static void json_memory(const struct snapshot *snap)
 		json_u64(&j, "id", c->id);
 		json_str(&j, "name", c->name);
 		json_u64(&j, "uid", c->uid);
-		if (c->has_device)
-			json_u64(&j, "device", c->device);
-		else
-			json_null(&j, "device");
+		json_u64_or_null(&j, "device", c->has_device, c->device);
 		json_u64(&j, "buffers", c->buffers);
 		json_u64(&j, "bytes", c->bytes);
 		json_u64(&j, "arena_bytes", c->arena_size);
 		json_u64(&j, "staging_bytes", c->staging_bytes);
-		if (c->quota_bytes)
-			json_u64(&j, "quota_bytes", c->quota_bytes);
-		else
-			json_null(&j, "quota_bytes");
-		if (c->quota_uid_bytes)
-			json_u64(&j, "uid_quota_bytes", c->quota_uid_bytes);
-		else
-			json_null(&j, "uid_quota_bytes");
+		json_quota(&j, "quota_bytes", c->quota_bytes);
+		json_quota(&j, "uid_quota_bytes", c->quota_uid_bytes);
 		json_object_end(&j);
 	}
 	json_array_end(&j);

@@ -131,6 +131,10 @@ void json_u64(struct json *j, const char *key, uint64_t value);
 void json_i64(struct json *j, const char *key, int64_t value);
 void json_bool(struct json *j, const char *key, bool value);
 void json_null(struct json *j, const char *key);
+/* `value`, or null when it is not `present` (a field the reply may leave unset). */
+void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value);
+/* A quota in bytes; 0 (none) is null. */
+void json_quota(struct json *j, const char *key, uint64_t bytes);
 void json_double(struct json *j, const char *key, double value, int decimals);
 
 /* Objects of the schema shared by several commands. `busy` < 0: null. */

@@ -153,6 +153,19 @@ void json_null(struct json *j, const char *key)
 	fputs("null", j->out);
 }
 
+void json_u64_or_null(struct json *j, const char *key, bool present, uint64_t value)
+{
+	if (present)
+		json_u64(j, key, value);
+	else
+		json_null(j, key);
+}
+
+void json_quota(struct json *j, const char *key, uint64_t bytes)
+{
+	json_u64_or_null(j, key, bytes != 0, bytes);
+}
+
 void json_double(struct json *j, const char *key, double value, int decimals)
 {
 	member(j, key);
@@ -284,10 +297,7 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 	json_u64(j, "gid", c->gid);
 	json_str(j, "name", c->name);
 	json_str(j, "state", c->state);
-	if (c->has_device)
-		json_u64(j, "device", c->device);
-	else
-		json_null(j, "device");
+	json_u64_or_null(j, "device", c->has_device, c->device);
 	json_u64(j, "age_ms", c->age_ms);
 	json_u64(j, "idle_ms", c->idle_ms);
 	json_u64(j, "streams", c->streams);
@@ -311,22 +321,10 @@ void json_client(struct json *j, const Ruda__AdminClient *c)
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", c->arena_size);
 	json_u64(j, "max_buffers", c->max_buffers);
-	if (c->quota_bytes)
-		json_u64(j, "quota_bytes", c->quota_bytes);
-	else
-		json_null(j, "quota_bytes");
-	if (c->quota_uid_bytes)
-		json_u64(j, "uid_quota_bytes", c->quota_uid_bytes);
-	else
-		json_null(j, "uid_quota_bytes");
-	if (c->staging_quota_bytes)
-		json_u64(j, "staging_quota_bytes", c->staging_quota_bytes);
-	else
-		json_null(j, "staging_quota_bytes");
-	if (c->staging_quota_uid_bytes)
-		json_u64(j, "uid_staging_quota_bytes", c->staging_quota_uid_bytes);
-	else
-		json_null(j, "uid_staging_quota_bytes");
+	json_quota(j, "quota_bytes", c->quota_bytes);
+	json_quota(j, "uid_quota_bytes", c->quota_uid_bytes);
+	json_quota(j, "staging_quota_bytes", c->staging_quota_bytes);
+	json_quota(j, "uid_staging_quota_bytes", c->staging_quota_uid_bytes);
 	json_object_end(j);
 	json_object_end(j);
 }

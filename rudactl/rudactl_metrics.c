@@ -39,50 +39,38 @@ static void client_labels(FILE *out, const Ruda__AdminClient *c)
 	fputs("\"}", out);
 }
 
-/* One value per device of the status reply. */
+/* One family: its HELP and TYPE, then a sample per element of `list` (`n`
+ * of them), the element declared by `decl` for `labels` and `value`. */
+#define FAMILY_EACH(name, type, help, decl, list, n, labels, fmt, value)              \
+	do {                                                                          \
+		family(out, name, type, help);                                        \
+		for (size_t i = 0; i < (n); i++) {                                    \
+			decl = (list)[i];                                             \
+			fputs(name, out);                                             \
+			labels;                                                       \
+			fprintf(out, " " fmt "\n", value);                            \
+		}                                                                     \
+	} while (0)
+
+/* One value per device of the status reply (d), the memory reply (m), the
+ * cache reply (m); per client (c), and a client's nanoseconds in seconds. */
 #define DEVICE_FAMILY(name, type, help, expr)                                         \
-	do {                                                                          \
-		family(out, name, type, help);                                        \
-		for (size_t i = 0; i < s->n_devices; i++) {                           \
-			const Ruda__AdminDevice *d = s->devices[i];                   \
-			fputs(name, out);                                             \
-			device_labels(out, d->index);                                 \
-			fprintf(out, " %" PRIu64 "\n", (uint64_t)(expr));             \
-		}                                                                     \
-	} while (0)
-
+	FAMILY_EACH(name, type, help, const Ruda__AdminDevice *d, s->devices, s->n_devices, \
+		    device_labels(out, d->index), "%" PRIu64, (uint64_t)(expr))
+#define MEMORY_FAMILY(name, type, help, expr)                                         \
+	FAMILY_EACH(name, type, help, const Ruda__AdminMemoryDevice *m, snap.memory->devices, \
+		    snap.memory->n_devices, device_labels(out, m->index), "%" PRIu64, \
+		    (uint64_t)(expr))
 #define CACHE_FAMILY(name, type, help, expr)                                          \
-	do {                                                                          \
-		family(out, name, type, help);                                        \
-		for (size_t i = 0; i < snap.cache->n_devices; i++) {                  \
-			const Ruda__AdminCacheDevice *m = snap.cache->devices[i];     \
-			fputs(name, out);                                             \
-			device_labels(out, m->index);                                 \
-			fprintf(out, " %" PRIu64 "\n", (uint64_t)(expr));             \
-		}                                                                     \
-	} while (0)
-
+	FAMILY_EACH(name, type, help, const Ruda__AdminCacheDevice *m, snap.cache->devices, \
+		    snap.cache->n_devices, device_labels(out, m->index), "%" PRIu64,  \
+		    (uint64_t)(expr))
 #define CLIENT_FAMILY(name, type, help, expr)                                         \
-	do {                                                                          \
-		family(out, name, type, help);                                        \
-		for (size_t i = 0; i < snap.nclients; i++) {                          \
-			const Ruda__AdminClient *c = snap.clients[i];                 \
-			fputs(name, out);                                             \
-			client_labels(out, c);                                        \
-			fprintf(out, " %" PRIu64 "\n", (uint64_t)(expr));             \
-		}                                                                     \
-	} while (0)
-
+	FAMILY_EACH(name, type, help, const Ruda__AdminClient *c, snap.clients, snap.nclients, \
+		    client_labels(out, c), "%" PRIu64, (uint64_t)(expr))
 #define CLIENT_SECONDS(name, type, help, ns)                                          \
-	do {                                                                          \
-		family(out, name, type, help);                                        \
-		for (size_t i = 0; i < snap.nclients; i++) {                          \
-			const Ruda__AdminClient *c = snap.clients[i];                 \
-			fputs(name, out);                                             \
-			client_labels(out, c);                                        \
-			fprintf(out, " %.9f\n", (double)(ns) / 1e9);                  \
-		}                                                                     \
-	} while (0)
+	FAMILY_EACH(name, type, help, const Ruda__AdminClient *c, snap.clients, snap.nclients, \
+		    client_labels(out, c), "%.9f", (double)(ns) / 1e9)
 
 int ctl_metrics(struct ctl *ctl, FILE *out)
 {
@@ -149,16 +137,6 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 	DEVICE_FAMILY("ruda_device_pipelines", "gauge", "Compiled pipelines alive.",
 		      d->pipelines);
 
-#define MEMORY_FAMILY(name, type, help, expr)                                         \
-	do {                                                                          \
-		family(out, name, type, help);                                        \
-		for (size_t i = 0; i < snap.memory->n_devices; i++) {                 \
-			const Ruda__AdminMemoryDevice *m = snap.memory->devices[i];   \
-			fputs(name, out);                                             \
-			device_labels(out, m->index);                                 \
-			fprintf(out, " %" PRIu64 "\n", (uint64_t)(expr));            \
-		}                                                                     \
-	} while (0)
 	MEMORY_FAMILY("ruda_device_memory_reserved_bytes", "gauge",
 		      "Device memory held in the allocator's pages.", m->reserved_bytes);
 	MEMORY_FAMILY("ruda_device_memory_free_bytes", "gauge",

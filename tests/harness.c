@@ -74,6 +74,80 @@ void test_kill(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
+/* The client of test_good_client_start: 0 only if every result was right
+ * and it did at least one round; `stop` reads -1 until the parent closes
+ * it. */
+static int good_client_rounds(const struct test_daemon *d, int stop)
+{
+	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = d->socket_path,
+				  .client_name = "good"};
+	ruda_client *c;
+	if (ruda_client_connect(&o, &c) != RUDA_OK)
+		return 2;
+	size_t spirv_size;
+	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
+	ruda_kernel_desc desc = {sizeof(desc), spirv, spirv_size, "main", 3, 4};
+	ruda_kernel add;
+	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
+		return 3;
+	free(spirv);
+	enum { N = 4096 };
+	static float a[N], b[N], out[N];
+	int rounds = 0;
+	for (;; rounds++) {
+		char x;
+		if (rounds > 0 && read(stop, &x, 1) != -1)
+			break; /* the parent closed its end: stop */
+		for (int i = 0; i < N; i++) {
+			a[i] = (float)(rounds * 3 + i % 7);
+			b[i] = (float)i;
+		}
+		ruda_handle h[3];
+		if (ruda_client_create(c, a, sizeof(a), &h[0]) != RUDA_OK ||
+		    ruda_client_create(c, b, sizeof(b), &h[1]) != RUDA_OK ||
+		    ruda_client_empty(c, sizeof(out), &h[2]) != RUDA_OK)
+			return 4;
+		uint32_t n = N;
+		ruda_client_launch(c, add, (ruda_count){16, 1, 1}, h, 3, &n, 4);
+		if (ruda_client_read_one(c, h[2], out) != RUDA_OK)
+			return 5;
+		for (int i = 0; i < N; i++)
+			if (out[i] != a[i] + b[i])
+				return 6;
+		for (int i = 0; i < 3; i++)
+			ruda_client_release(c, h[i]);
+	}
+	ruda_client_close(c);
+	return rounds > 0 ? 0 : 7;
+}
+
+void test_good_client_start(const struct test_daemon *d, struct test_good_client *g)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[1]);
+		/* non-blocking reads: -1 until the parent writes or closes */
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		_exit(good_client_rounds(d, p[0]));
+	}
+	close(p[0]);
+	g->pid = pid;
+	g->stop = p[1];
+}
+
+void test_good_client_stop(struct test_good_client *g)
+{
+	close(g->stop);
+	g->stop = -1;
+	int status;
+	ck_assert_int_eq(waitpid(g->pid, &status, 0), g->pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the well-behaved client failed: status %d", status);
+}
+
 const char *test_build_path(const char *rel)
 {
 	static char path[512];

@@ -48,6 +48,18 @@ void test_fork_ready(void);
 /* SIGKILL `pid` and reap it. */
 void test_kill(pid_t pid);
 
+/* A well-behaved client in a process of its own, beside a hostile one:
+ * connects to `d` as "good", registers add_f32 and launches it round after
+ * round, each result checked against the CPU, until stopped. */
+struct test_good_client {
+	pid_t pid;
+	int stop; /* write end of its pipe: closing it stops the client */
+};
+void test_good_client_start(const struct test_daemon *d, struct test_good_client *g);
+/* Stop it and wait; fails the test unless every result it got was right
+ * and it did at least one round. */
+void test_good_client_stop(struct test_good_client *g);
+
 /* Path of a built file: RUDA_BUILD_DIR "/" rel. */
 const char *test_build_path(const char *rel);
 /* Read build/shaders/<name>.spv, or build/<name>.spv when `name` has a

@@ -311,9 +311,9 @@ void ruda__device_on_async(uv_async_t *async)
 		d->on_progress(d->progress_data);
 }
 
-int ruda__device_failure(struct ruda_device *d)
+ruda_status ruda__device_failure(struct ruda_device *d)
 {
-	return atomic_load(&d->lost) ? atomic_load(&d->lost_status) : RUDA_OK;
+	return atomic_load(&d->lost) ? (ruda_status)atomic_load(&d->lost_status) : RUDA_OK;
 }
 
 void ruda__device_inject_loss(struct ruda_device *d)

@@ -13,6 +13,8 @@
 #include <uv.h>
 #include <vulkan/vulkan.h>
 
+#include <ruda/status.h>
+
 #include "device/allocator.h"
 #include "device/deferred_free.h"
 #include "device/instance.h"
@@ -213,9 +215,10 @@ struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
 struct ruda_submission *ruda__submission_begin_on(struct ruda_device *device, uint32_t queue);
 /* The queue for a new stream: they take turns. */
 uint32_t ruda__device_next_queue(struct ruda_device *device);
-/* The highest timeline value below which every submission, on every
- * queue, has completed (what `completed` publishes); 0 when the device
- * cannot say (lost). */
+/* Into *value, the highest timeline value below which every submission,
+ * on every queue, has completed (what `completed` publishes). Returns 0;
+ * -EIO when the driver cannot say (the device is lost), *value untouched.
+ * Any thread. */
 int ruda__device_read_completed(struct ruda_device *device, uint64_t *value);
 /* Order the submission after `queue`'s work up to `value` as well as what
  * it waits for already (after all queues' work where the two differ). */
@@ -260,7 +263,7 @@ uint64_t ruda__device_busy_ns(const struct ruda_device *device);
 
 /* Why the device fails work: RUDA_ERROR_TIMEOUT or RUDA_ERROR_DEVICE_LOST
  * once it has failed, else RUDA_OK. */
-int ruda__device_failure(struct ruda_device *device);
+ruda_status ruda__device_failure(struct ruda_device *device);
 
 /* Test-only: fail the device as a VK_ERROR_DEVICE_LOST from the driver
  * would (its work fails with RUDA_ERROR_DEVICE_LOST). Loop thread. */

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "device/device.h"
 #include "exec/compile_wire.h"
+#include "exec/pipeline_build.h"
 
 struct worker_device {
 	VkDevice vk;
@@ -156,92 +157,26 @@ static int open_device(VkPhysicalDevice physical, struct worker_device *out)
 	return 0;
 }
 
-/* One request, compiled as daemon/pipeline.c compiles it; what was made
- * is destroyed at once. */
+/* One request, compiled as pipeline.c compiles it (pipeline_build.h);
+ * what was made is destroyed at once. */
 static VkResult compile_one(struct worker_device *d, const struct wire_request *h,
 			    const uint8_t *body)
 {
-	const uint32_t *spirv = (const uint32_t *)body;
-	const char *entry = (const char *)body + h->spirv_size;
-	ruda_spec_constant spec[64];
+	/* copied out: the body gives them no alignment */
+	ruda_spec_constant spec[RUDA_PIPELINE_MAX_SPEC_CONSTANTS];
 	memcpy(spec, body + h->spirv_size + h->entry_size, h->nspec * sizeof(*spec));
-	VkShaderModuleCreateInfo module_info = {
-		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-		.codeSize = h->spirv_size,
-		.pCode = spirv,
+	struct ruda_pipeline_source src = {
+		.spirv = (const uint32_t *)body,
+		.spirv_size = h->spirv_size,
+		.entry_point = (const char *)body + h->spirv_size,
+		.binding_count = h->binding_count,
+		.push_constant_size = h->push_constant_size,
+		.spec = spec,
+		.nspec = h->nspec,
 	};
-	VkDescriptorSetLayoutBinding bindings[64];
-	for (uint32_t i = 0; i < h->binding_count; i++)
-		bindings[i] = (VkDescriptorSetLayoutBinding){
-			.binding = i,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.descriptorCount = 1,
-			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-		};
-	VkDescriptorSetLayoutCreateInfo set_info = {
-		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-		.bindingCount = h->binding_count,
-		.pBindings = bindings,
-	};
-	VkPushConstantRange push = {
-		.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-		.size = h->push_constant_size,
-	};
-	VkShaderModule module = VK_NULL_HANDLE;
-	VkDescriptorSetLayout set = VK_NULL_HANDLE;
-	VkPipelineLayout layout = VK_NULL_HANDLE;
-	VkPipeline pipeline = VK_NULL_HANDLE;
-	VkResult r = vkCreateShaderModule(d->vk, &module_info, NULL, &module);
-	if (r == VK_SUCCESS)
-		r = vkCreateDescriptorSetLayout(d->vk, &set_info, NULL, &set);
-	if (r == VK_SUCCESS) {
-		VkPipelineLayoutCreateInfo layout_info = {
-			.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-			.setLayoutCount = 1,
-			.pSetLayouts = &set,
-			.pushConstantRangeCount = h->push_constant_size ? 1 : 0,
-			.pPushConstantRanges = &push,
-		};
-		r = vkCreatePipelineLayout(d->vk, &layout_info, NULL, &layout);
-	}
-	VkSpecializationMapEntry entries[64];
-	uint8_t spec_data[64 * 8];
-	uint32_t used = 0;
-	for (uint32_t i = 0; i < h->nspec; i++) {
-		entries[i] = (VkSpecializationMapEntry){
-			.constantID = spec[i].id, .offset = used, .size = spec[i].size};
-		memcpy(spec_data + used, &spec[i].value, spec[i].size);
-		used += spec[i].size;
-	}
-	VkSpecializationInfo spec_info = {
-		.mapEntryCount = h->nspec,
-		.pMapEntries = entries,
-		.dataSize = used,
-		.pData = spec_data,
-	};
-	if (r == VK_SUCCESS) {
-		VkComputePipelineCreateInfo info = {
-			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-			.stage = {
-				.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
-				.module = module,
-				.pName = entry,
-				.pSpecializationInfo = h->nspec ? &spec_info : NULL,
-			},
-			.layout = layout,
-		};
-		r = vkCreateComputePipelines(d->vk, VK_NULL_HANDLE, 1, &info, NULL, &pipeline);
-	}
-	if (pipeline)
-		vkDestroyPipeline(d->vk, pipeline, NULL);
-	if (layout)
-		vkDestroyPipelineLayout(d->vk, layout, NULL);
-	if (set)
-		vkDestroyDescriptorSetLayout(d->vk, set, NULL);
-	if (module)
-		vkDestroyShaderModule(d->vk, module, NULL);
+	struct ruda_pipeline_objects made;
+	VkResult r = ruda__pipeline_build(d->vk, VK_NULL_HANDLE, &src, &made);
+	ruda__pipeline_objects_destroy(d->vk, &made);
 	/* lavapipe frees destroyed pipelines at the next submission: without
 	 * one, every kernel compiled would stay in the worker's memory */
 	if (vkQueueSubmit(d->queue, 0, NULL, d->fence) == VK_SUCCESS) {
@@ -323,8 +258,9 @@ int ruda__compile_worker_main(int argc, char **argv)
 		if (read_all(RUDA_COMPILE_WORKER_FD, &h, sizeof(h)) < 0)
 			break; /* rudad closed it: done */
 		if (h.magic != RUDA_COMPILE_MAGIC_REQUEST || h.spirv_size % 4 || h.entry_size == 0 ||
-		    h.spirv_size > (64u << 20) || h.entry_size > 4096 || h.nspec > 64 ||
-		    h.binding_count > 64)
+		    h.spirv_size > (64u << 20) || h.entry_size > 4096 ||
+		    h.nspec > RUDA_PIPELINE_MAX_SPEC_CONSTANTS ||
+		    h.binding_count > RUDA_PIPELINE_MAX_BINDINGS)
 			_exit(3);
 		size_t size = (size_t)h.spirv_size + h.entry_size + h.nspec * sizeof(ruda_spec_constant);
 		free(body);

@@ -107,17 +107,18 @@ ruda_status ruda__compile_pool_verdict(const struct ruda_compile_pool *pool,
 void ruda__compile_request_digest(const struct ruda_compile_request *req,
 				  uint8_t out[RUDA_SHA256_SIZE])
 {
+	const struct ruda_pipeline_source *k = &req->kernel;
 	struct ruda_sha256 h;
-	uint32_t fields[3] = {req->binding_count, req->push_constant_size, req->nspec};
+	uint32_t fields[3] = {k->binding_count, k->push_constant_size, k->nspec};
 	ruda__sha256_init(&h);
 	ruda__sha256_update(&h, fields, sizeof(fields));
-	ruda__sha256_update(&h, req->entry_point, strlen(req->entry_point) + 1);
-	for (uint32_t i = 0; i < req->nspec; i++) {
-		uint32_t id_size[2] = {req->spec[i].id, req->spec[i].size};
+	ruda__sha256_update(&h, k->entry_point, strlen(k->entry_point) + 1);
+	for (uint32_t i = 0; i < k->nspec; i++) {
+		uint32_t id_size[2] = {k->spec[i].id, k->spec[i].size};
 		ruda__sha256_update(&h, id_size, sizeof(id_size));
-		ruda__sha256_update(&h, &req->spec[i].value, req->spec[i].size);
+		ruda__sha256_update(&h, &k->spec[i].value, k->spec[i].size);
 	}
-	ruda__sha256_update(&h, req->spirv, req->spirv_size);
+	ruda__sha256_update(&h, k->spirv, k->spirv_size);
 	ruda__sha256_final(&h, out);
 }
 
@@ -512,31 +513,32 @@ int ruda__compile_pool_submit(struct ruda_compile_pool *pool, struct ruda_compil
 			      const struct ruda_compile_request *req, ruda_compile_done_fn *done,
 			      void *data)
 {
+	const struct ruda_pipeline_source *k = &req->kernel;
 	if (!settings.enabled || pool->broken || !pool->loop)
 		return -ENODEV;
-	size_t entry_size = strlen(req->entry_point) + 1;
-	size_t size = sizeof(struct wire_request) + req->spirv_size + entry_size +
-		      req->nspec * sizeof(*req->spec);
+	size_t entry_size = strlen(k->entry_point) + 1;
+	size_t size = sizeof(struct wire_request) + k->spirv_size + entry_size +
+		      k->nspec * sizeof(*k->spec);
 	uint8_t *m = malloc(size);
 	if (!m)
 		return -ENOMEM;
 	struct wire_request h = {
 		.magic = RUDA_COMPILE_MAGIC_REQUEST,
-		.spirv_size = (uint32_t)req->spirv_size,
+		.spirv_size = (uint32_t)k->spirv_size,
 		.entry_size = (uint32_t)entry_size,
-		.binding_count = req->binding_count,
-		.push_constant_size = req->push_constant_size,
-		.nspec = req->nspec,
+		.binding_count = k->binding_count,
+		.push_constant_size = k->push_constant_size,
+		.nspec = k->nspec,
 	};
 	uint8_t *p = m;
 	memcpy(p, &h, sizeof(h));
 	p += sizeof(h);
-	memcpy(p, req->spirv, req->spirv_size);
-	p += req->spirv_size;
-	memcpy(p, req->entry_point, entry_size);
+	memcpy(p, k->spirv, k->spirv_size);
+	p += k->spirv_size;
+	memcpy(p, k->entry_point, entry_size);
 	p += entry_size;
-	if (req->nspec)
-		memcpy(p, req->spec, req->nspec * sizeof(*req->spec));
+	if (k->nspec)
+		memcpy(p, k->spec, k->nspec * sizeof(*k->spec));
 	job->next = NULL;
 	job->owner = req->owner;
 	job->done = done;

@@ -29,6 +29,7 @@
 #include <ruda/status.h>
 
 #include "../../proto/sha256.h"
+#include "exec/pipeline_build.h"
 
 /* The hidden first argument that makes rudad a compile worker. */
 #define RUDA_COMPILE_WORKER_ARG "--compile-worker"
@@ -48,13 +49,7 @@ typedef void ruda_compile_done_fn(struct ruda_compile_job *job, enum ruda_compil
 
 /* What the worker compiles: the fields of daemon/pipeline.c's key. */
 struct ruda_compile_request {
-	const uint32_t *spirv; /* borrowed until done */
-	size_t spirv_size;     /* bytes */
-	const char *entry_point;
-	uint32_t binding_count;
-	uint32_t push_constant_size;
-	const ruda_spec_constant *spec;
-	uint32_t nspec;
+	struct ruda_pipeline_source kernel; /* borrowed until done */
 	uint64_t owner; /* who asked (a session id): owners take turns */
 };
 

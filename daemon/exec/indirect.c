@@ -16,14 +16,7 @@ static void indirect_destroy(struct ruda_device *d, struct ruda_indirect *in)
 	if (!in)
 		return;
 	ruda__device_listener_remove(&in->device_gone);
-	if (in->clamp)
-		vkDestroyPipeline(d->vk, in->clamp, NULL);
-	if (in->layout)
-		vkDestroyPipelineLayout(d->vk, in->layout, NULL);
-	if (in->set_layout)
-		vkDestroyDescriptorSetLayout(d->vk, in->set_layout, NULL);
-	if (in->module)
-		vkDestroyShaderModule(d->vk, in->module, NULL);
+	ruda__pipeline_objects_destroy(d->vk, &in->clamp);
 	if (in->counts)
 		ruda__buffer_put(in->counts);
 	free(in);
@@ -37,51 +30,15 @@ static struct ruda_indirect *create(struct ruda_device *d)
 	/* a slot per queue, each where a storage binding may start */
 	uint64_t align = d->props.limits.minStorageBufferOffsetAlignment;
 	in->slot = align > 16 ? align : 16;
-	VkShaderModuleCreateInfo mi = {
-		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-		.codeSize = sizeof(clamp_spirv),
-		.pCode = clamp_spirv,
-	};
-	VkDescriptorSetLayoutBinding bindings[2];
-	for (uint32_t i = 0; i < 2; i++)
-		bindings[i] = (VkDescriptorSetLayoutBinding){
-			.binding = i,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.descriptorCount = 1,
-			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-		};
-	VkDescriptorSetLayoutCreateInfo si = {
-		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-		.bindingCount = 2,
-		.pBindings = bindings,
-	};
-	VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = 16};
-	if (vkCreateShaderModule(d->vk, &mi, NULL, &in->module) != VK_SUCCESS ||
-	    vkCreateDescriptorSetLayout(d->vk, &si, NULL, &in->set_layout) != VK_SUCCESS)
-		goto fail;
-	VkPipelineLayoutCreateInfo li = {
-		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-		.setLayoutCount = 1,
-		.pSetLayouts = &in->set_layout,
-		.pushConstantRangeCount = 1,
-		.pPushConstantRanges = &push,
-	};
-	if (vkCreatePipelineLayout(d->vk, &li, NULL, &in->layout) != VK_SUCCESS)
-		goto fail;
-	VkComputePipelineCreateInfo ci = {
-		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-		.stage = {
-			.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-			.stage = VK_SHADER_STAGE_COMPUTE_BIT,
-			.module = in->module,
-			.pName = "main",
-		},
-		.layout = in->layout,
+	struct ruda_pipeline_source clamp = {
+		.spirv = clamp_spirv,
+		.spirv_size = sizeof(clamp_spirv),
+		.entry_point = "main",
+		.binding_count = 2,
+		.push_constant_size = 16,
 	};
 	/* a one-instruction kernel: compiled on the loop, once per device */
-	if (vkCreateComputePipelines(d->vk, d->pipeline_cache, 1, &ci, NULL, &in->clamp) !=
-		    VK_SUCCESS ||
+	if (ruda__pipeline_build(d->vk, d->pipeline_cache, &clamp, &in->clamp) != VK_SUCCESS ||
 	    ruda__buffer_create(d, in->slot * d->nqueues, &in->counts) != RUDA_OK)
 		goto fail;
 	return in;
@@ -139,9 +96,10 @@ void ruda__indirect_record_clamp(struct ruda_device *d, struct ruda_indirect *in
 		};
 	const uint32_t *max = d->props.limits.maxComputeWorkGroupCount;
 	uint32_t push[4] = {(uint32_t)((offset - base) / 4), max[0], max[1], max[2]};
-	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->clamp);
-	d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->layout, 0, 2, writes);
-	vkCmdPushConstants(cmd, in->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->clamp.pipeline);
+	VkPipelineLayout layout = in->clamp.layout;
+	d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 2, writes);
+	vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
 	vkCmdDispatch(cmd, 1, 1, 1);
 	VkMemoryBarrier barrier = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,

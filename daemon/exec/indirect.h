@@ -17,14 +17,12 @@
 #include <ruda/status.h>
 
 #include "device/device.h"
+#include "exec/pipeline_build.h"
 
 struct ruda_buffer;
 
 struct ruda_indirect {
-	VkShaderModule module;
-	VkDescriptorSetLayout set_layout;
-	VkPipelineLayout layout;
-	VkPipeline clamp;
+	struct ruda_pipeline_objects clamp; /* owned: the clamp kernel */
 	struct ruda_buffer *counts; /* owned: where the clamped counts go, a slot per queue */
 	uint64_t slot;              /* bytes between slots (the binding alignment) */
 	struct ruda_device_listener device_gone; /* tears it down with its device */

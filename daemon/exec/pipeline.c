@@ -66,16 +66,15 @@ static void pipeline_destroy(struct ruda_ref *ref)
 {
 	struct ruda_pipeline *p = (struct ruda_pipeline *)ref;
 	struct ruda_device *d = p->registry->device;
-	if (p->vk) {
-		vkDestroyPipeline(d->vk, p->vk, NULL);
+	if (p->vk)
 		d->stats.pipelines--;
-	}
-	if (p->layout)
-		vkDestroyPipelineLayout(d->vk, p->layout, NULL);
-	if (p->set_layout)
-		vkDestroyDescriptorSetLayout(d->vk, p->set_layout, NULL);
-	if (p->module)
-		vkDestroyShaderModule(d->vk, p->module, NULL);
+	struct ruda_pipeline_objects made = {
+		.module = p->module,
+		.set_layout = p->set_layout,
+		.layout = p->layout,
+		.pipeline = p->vk,
+	};
+	ruda__pipeline_objects_destroy(d->vk, &made);
 	free(p->spirv);
 	free(p->entry_point);
 	free(p->spec);
@@ -146,78 +145,31 @@ static int check(struct ruda_pipeline *p, struct ruda_device *d)
 	return 0;
 }
 
+/* What the kernel is compiled from, here and in the compile worker. */
+static struct ruda_pipeline_source source_of(const struct ruda_pipeline *p)
+{
+	return (struct ruda_pipeline_source){
+		.spirv = p->spirv,
+		.spirv_size = p->spirv_size,
+		.entry_point = p->entry_point,
+		.binding_count = p->binding_count,
+		.push_constant_size = p->push_constant_size,
+		.spec = p->spec,
+		.nspec = p->nspec,
+	};
+}
+
 static void compile(struct ruda_pipeline *p, struct ruda_device *d)
 {
-	VkShaderModuleCreateInfo module = {
-		.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-		.codeSize = p->spirv_size,
-		.pCode = p->spirv,
-	};
-	VkDescriptorSetLayoutBinding bindings[RUDA_PIPELINE_MAX_BINDINGS];
-	for (uint32_t i = 0; i < p->binding_count; i++)
-		bindings[i] = (VkDescriptorSetLayoutBinding){
-			.binding = i,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.descriptorCount = 1,
-			.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-		};
-	VkDescriptorSetLayoutCreateInfo set = {
-		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-		.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
-		.bindingCount = p->binding_count,
-		.pBindings = bindings,
-	};
-	VkPushConstantRange push = {
-		.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-		.size = p->push_constant_size,
-	};
-	VkResult r = vkCreateShaderModule(d->vk, &module, NULL, &p->module);
-	if (r == VK_SUCCESS)
-		r = vkCreateDescriptorSetLayout(d->vk, &set, NULL, &p->set_layout);
-	if (r == VK_SUCCESS) {
-		VkPipelineLayoutCreateInfo layout = {
-			.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-			.setLayoutCount = 1,
-			.pSetLayouts = &p->set_layout,
-			.pushConstantRangeCount = p->push_constant_size ? 1 : 0,
-			.pPushConstantRanges = &push,
-		};
-		r = vkCreatePipelineLayout(d->vk, &layout, NULL, &p->layout);
-	}
-	VkSpecializationMapEntry entries[RUDA_PIPELINE_MAX_SPEC_CONSTANTS];
-	uint8_t spec_data[RUDA_PIPELINE_MAX_SPEC_CONSTANTS * 8];
-	uint32_t spec_used = 0;
-	for (uint32_t i = 0; i < p->nspec; i++) {
-		entries[i] = (VkSpecializationMapEntry){
-			.constantID = p->spec[i].id,
-			.offset = spec_used,
-			.size = p->spec[i].size,
-		};
-		memcpy(spec_data + spec_used, &p->spec[i].value, p->spec[i].size);
-		spec_used += p->spec[i].size;
-	}
-	VkSpecializationInfo spec = {
-		.mapEntryCount = p->nspec,
-		.pMapEntries = entries,
-		.dataSize = spec_used,
-		.pData = spec_data,
-	};
-	if (r == VK_SUCCESS) {
-		VkComputePipelineCreateInfo info = {
-			.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-			.stage = {
-				.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-				.stage = VK_SHADER_STAGE_COMPUTE_BIT,
-				.module = p->module,
-				.pName = p->entry_point,
-				.pSpecializationInfo = p->nspec ? &spec : NULL,
-			},
-			.layout = p->layout,
-		};
-		r = vkCreateComputePipelines(d->vk, d->pipeline_cache, 1, &info, NULL, &p->vk);
-	}
+	struct ruda_pipeline_source src = source_of(p);
+	struct ruda_pipeline_objects made;
+	VkResult r = ruda__pipeline_build(d->vk, d->pipeline_cache, &src, &made);
+	/* kept even on failure: pipeline_destroy destroys what was made */
+	p->module = made.module;
+	p->set_layout = made.set_layout;
+	p->layout = made.layout;
+	p->vk = made.pipeline;
 	if (r != VK_SUCCESS) {
-		p->vk = VK_NULL_HANDLE;
 		p->status = r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY
 				    ? RUDA_ERROR_OUT_OF_MEMORY
 				    : RUDA_ERROR_INVALID_KERNEL;
@@ -300,16 +252,7 @@ static void check_done(uv_work_t *work, int status)
 		compile_finish(p);
 		return;
 	}
-	struct ruda_compile_request req = {
-		.spirv = p->spirv,
-		.spirv_size = p->spirv_size,
-		.entry_point = p->entry_point,
-		.binding_count = p->binding_count,
-		.push_constant_size = p->push_constant_size,
-		.spec = p->spec,
-		.nspec = p->nspec,
-		.owner = p->owner,
-	};
+	struct ruda_compile_request req = {.kernel = source_of(p), .owner = p->owner};
 	ruda__compile_request_digest(&req, p->job.digest);
 	/* a kernel that went past a bound before is not compiled again */
 	ruda_status verdict =

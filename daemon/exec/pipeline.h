@@ -21,13 +21,10 @@
 #include "../../proto/sha256.h"
 #include "common/ref.h"
 #include "exec/compile_worker.h"
+#include "exec/pipeline_build.h" /* RUDA_PIPELINE_MAX_BINDINGS */
 
 struct ruda_device;
 struct ruda_pipeline;
-
-/* Callers check binding counts against the device before acquiring. */
-#define RUDA_PIPELINE_MAX_BINDINGS 64u
-#define RUDA_PIPELINE_MAX_SPEC_CONSTANTS 64u
 
 enum ruda_pipeline_state {
 	RUDA_PIPELINE_COMPILING,

@@ -11,12 +11,9 @@
  */
 #include <check.h>
 #include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -31,79 +28,6 @@ static struct test_daemon daemon_;
 static void stop_daemon(void)
 {
 	test_daemon_stop(&daemon_);
-}
-
-/* A well-behaved client in its own process: add_f32 checked against the
- * CPU until the parent closes `stop`. Exits 0 only if every result was
- * right and it did at least one round. */
-static int well_behaved(int stop)
-{
-	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = daemon_.socket_path,
-				  .client_name = "good"};
-	ruda_client *c;
-	if (ruda_client_connect(&o, &c) != RUDA_OK)
-		return 2;
-	size_t spirv_size;
-	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {sizeof(desc), spirv, spirv_size, "main", 3, 4};
-	ruda_kernel add;
-	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
-		return 3;
-	free(spirv);
-	enum { N = 4096 };
-	static float a[N], b[N], out[N];
-	int rounds = 0;
-	for (;; rounds++) {
-		char x;
-		if (rounds > 0 && read(stop, &x, 1) != -1)
-			break; /* the parent closed its end: stop */
-		for (int i = 0; i < N; i++) {
-			a[i] = (float)(rounds * 3 + i % 7);
-			b[i] = (float)i;
-		}
-		ruda_handle h[3];
-		if (ruda_client_create(c, a, sizeof(a), &h[0]) != RUDA_OK ||
-		    ruda_client_create(c, b, sizeof(b), &h[1]) != RUDA_OK ||
-		    ruda_client_empty(c, sizeof(out), &h[2]) != RUDA_OK)
-			return 4;
-		uint32_t n = N;
-		ruda_client_launch(c, add, (ruda_count){16, 1, 1}, h, 3, &n, 4);
-		if (ruda_client_read_one(c, h[2], out) != RUDA_OK)
-			return 5;
-		for (int i = 0; i < N; i++)
-			if (out[i] != a[i] + b[i])
-				return 6;
-		for (int i = 0; i < 3; i++)
-			ruda_client_release(c, h[i]);
-	}
-	ruda_client_close(c);
-	return rounds > 0 ? 0 : 7;
-}
-
-static pid_t start_well_behaved(int *stop_write)
-{
-	int p[2];
-	ck_assert_int_eq(pipe(p), 0);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		close(p[1]);
-		/* non-blocking reads: -1 until the parent writes or closes */
-		fcntl(p[0], F_SETFL, O_NONBLOCK);
-		_exit(well_behaved(p[0]));
-	}
-	close(p[0]);
-	*stop_write = p[1];
-	return pid;
-}
-
-static void stop_well_behaved(pid_t pid, int stop_write)
-{
-	close(stop_write);
-	int status;
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the well-behaved client failed: status %d", status);
 }
 
 /* rudad's children: how many, how many of them zombies, and one pid. */
@@ -201,8 +125,8 @@ START_TEST(bomb_past_the_deadline_is_refused)
 	expect_children(1);
 	int fds = test_settled_fds(daemon_.pid);
 
-	int stop;
-	pid_t good = start_well_behaved(&stop);
+	struct test_good_client good;
+	test_good_client_start(&daemon_, &good);
 	c = test_connect(&daemon_, "bomber");
 
 	ruda_kernel k;
@@ -228,7 +152,7 @@ START_TEST(bomb_past_the_deadline_is_refused)
 	expect_small_bomb_runs(c, 5);
 	expect_small_bomb_runs(c, 6);
 	ruda_client_close(c);
-	stop_well_behaved(good, stop);
+	test_good_client_stop(&good);
 
 	/* the killed worker was reaped; no descriptor of it is left */
 	expect_children(1);
