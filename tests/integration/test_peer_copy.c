@@ -73,19 +73,26 @@ static int log_count(const char *needle)
 	return n;
 }
 
-/* The sum of every value of `key` in `rudactl status --json` (one per
- * device for a device's counter). */
-static uint64_t ctl_sum(const char *key)
+/* The output of `rudactl status` (with `json`: --json). */
+static const char *ctl_status(int json)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "%s --socket %s status --json", test_build_path("rudactl"),
-		 daemon_.socket_path);
+	snprintf(cmd, sizeof(cmd), "%s --socket %s status%s", test_build_path("rudactl"),
+		 daemon_.socket_path, json ? " --json" : "");
 	FILE *p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	static char out[1 << 16];
 	size_t n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
 	ck_assert_int_eq(pclose(p), 0);
+	return out;
+}
+
+/* The sum of every value of `key` in `rudactl status --json` (one per
+ * device for a device's counter). */
+static uint64_t ctl_sum(const char *key)
+{
+	const char *out = ctl_status(1);
 	char quoted[64];
 	snprintf(quoted, sizeof(quoted), "\"%s\": ", key);
 	uint64_t sum = 0;
@@ -139,6 +146,8 @@ START_TEST(to_client_by_device_copy)
 	/* windows are kept for reuse, a few */
 	ck_assert_uint_ge(ctl_sum("peer_windows"), 1);
 	ck_assert_uint_le(ctl_sum("peer_windows"), 4);
+	const char *text = ctl_status(0);
+	ck_assert_msg(strstr(text, "by device copy, 0 B through host staging"), "%s", text);
 }
 END_TEST
 
