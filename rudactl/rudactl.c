@@ -502,12 +502,14 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	printf("limits    arena %s and %u buffers per client\n",
 	       fmt_bytes(a, sizeof(a), s->arena_size), s->max_buffers);
 	uint64_t bytes = 0, buffers = 0, arena = 0, imported = 0, pipelines = 0, compiled = 0,
-		 hits = 0;
+		 hits = 0, peer = 0, staged = 0;
 	for (size_t i = 0; i < s->n_devices; i++) {
 		bytes += s->devices[i]->buffer_bytes;
 		buffers += s->devices[i]->buffers;
 		arena += s->devices[i]->arena_bytes;
 		imported += s->devices[i]->arena_imported_bytes;
+		peer += s->devices[i]->peer_copy_bytes;
+		staged += s->devices[i]->staged_copy_bytes;
 		const Ruda__AdminCacheDevice *cd = cache_device(snap, s->devices[i]->index);
 		if (cd) {
 			pipelines += cd->entries;
@@ -520,6 +522,11 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	       fmt_bytes(t, sizeof(t), imported));
 	printf("staging   %s in %u regions (%u being imported)\n",
 	       fmt_bytes(a, sizeof(a), s->staging_bytes), s->staging_regions, s->staging_importing);
+	if (s->n_devices > 1)
+		printf("between   %s by device copy, %s through host staging; %u shared "
+		       "windows (%s)\n",
+		       fmt_bytes(a, sizeof(a), peer), fmt_bytes(b, sizeof(b), staged),
+		       s->peer_windows, fmt_bytes(t, sizeof(t), s->peer_window_bytes));
 	if (snap->cache)
 		printf("cache     %" PRIu64 " pipelines, %" PRIu64 " compiled, %" PRIu64 " hits\n",
 		       pipelines, compiled, hits);

@@ -79,6 +79,11 @@ struct ruda_device_stats {
 	uint64_t kernels_compiled;
 	uint64_t cache_file_bytes; /* pipeline cache file, at the last load or save */
 	uint64_t zero_filled_bytes; /* new buffers' bytes zero-filled, since start */
+	/* bytes it sent to another device, since start (to_client, all-reduce):
+	 * by device copies through a shared window (another logical device of
+	 * its physical device), and through host staging */
+	uint64_t peer_bytes_out;
+	uint64_t staged_bytes_out;
 };
 
 struct ruda_device {

@@ -12,6 +12,7 @@
 
 #include "../../proto/frame.h"
 #include "memory/arena.h"
+#include "memory/peer_window.h"
 #include "common/config.h"
 #include "device/device.h"
 #include "common/log.h"
@@ -271,6 +272,8 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->physical_index = d->physical_index;
 	m->type_index = d->type_index;
 	m->busy_ns = ruda__device_busy_ns(d);
+	m->peer_copy_bytes = d->stats.peer_bytes_out;
+	m->staged_copy_bytes = d->stats.staged_bytes_out;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */
@@ -350,6 +353,7 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 			st.staging_importing += r && ruda__arena_attaching(r);
 		}
 	}
+	st.peer_window_bytes = ruda__peer_window_bytes(&st.peer_windows);
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;

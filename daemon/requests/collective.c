@@ -11,6 +11,7 @@
 #include "memory/buffer.h"
 #include "device/device.h"
 #include "memory/host_staging.h"
+#include "memory/peer_window.h"
 #include "common/log.h"
 #include "requests/collective_op.h"
 #include "requests/reply.h"
@@ -347,6 +348,11 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 	 * earlier call, or made in the thread pool (meanwhile each src waits
 	 * in device memory) */
 	op->ready = 1;
+	/* reduced by the host's CPUs, so through host memory even between
+	 * logical devices of one physical device (device copies would need
+	 * the reduction on a device) */
+	log_debug("all-reduce of %llu bytes over %u devices: through host staging",
+		  (unsigned long long)a->size, n);
 	if (a->size && n && a->size <= UINT64_MAX / n) {
 		struct ruda_device *devices[n];
 		for (uint32_t i = 0; i < n; i++)
@@ -458,6 +464,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 					      "all-reduce: device %u: no memory to keep %llu bytes", mine,
 					      (unsigned long long)op->size);
 		} else {
+			s->device->stats.staged_bytes_out += op->size;
 			p->tmp = tmp;
 			w->base.done = ruda__collective_tmp_copied;
 			w->op = op;
@@ -484,6 +491,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 					      "all-reduce: no host memory for %u x %llu bytes", op->n,
 					      (unsigned long long)op->size);
 		} else {
+			s->device->stats.staged_bytes_out += op->size;
 			w->base.done = ruda__collective_copied;
 			w->op = op;
 			w->part = (uint32_t)i;
@@ -577,6 +585,7 @@ void ruda__collective_finish(struct ruda_session_context *ctx)
 {
 	struct ruda_collectives *c = ctx->collectives;
 	ruda__host_staging_cache_clear();
+	ruda__peer_window_cache_clear();
 	if (!c)
 		return;
 	while (c->queue) {

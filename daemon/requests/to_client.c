@@ -8,7 +8,9 @@
 #include "memory/buffer.h"
 #include "device/device.h"
 #include "exec/copy.h"
+#include "exec/peer_copy.h"
 #include "memory/host_staging.h"
+#include "memory/peer_window.h"
 #include "common/log.h"
 #include "requests/reply.h"
 #include "requests/session.h"
@@ -21,8 +23,12 @@ struct to_client_waiter {
 	uint64_t target, target_handle;  /* where the buffer goes */
 	struct ruda_buffer *dst;          /* owned reference */
 	struct ruda_host_staging *staging; /* owned reference; NULL: same device */
+	/* two logical devices of one physical device: memory of the source's
+	 * lent to the target (owned reference), instead of staging */
+	struct ruda_peer_window *window;
 	uint64_t size;
-	/* while the staging is made in the thread pool, the bytes wait here */
+	/* while the staging is made in the thread pool, or for a window
+	 * smaller than the bytes, they wait here */
 	struct ruda_buffer *tmp; /* owned reference */
 	int pending;             /* the copy into tmp, the staging: still to come */
 	ruda_status error;
@@ -51,6 +57,8 @@ static void waiter_free(struct to_client_waiter *w)
 		ruda__buffer_put(w->dst);
 	if (w->staging)
 		ruda__host_staging_put(w->staging);
+	if (w->window)
+		ruda__peer_window_put(w->window);
 	free(w);
 }
 
@@ -103,7 +111,7 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		waiter_free(w);
 		return;
 	}
-	if (!w->staging) {
+	if (!w->staging && !w->window) {
 		settle(w);
 		waiter_free(w);
 		return;
@@ -118,10 +126,10 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 	}
 	struct ruda_device *d = w->dst->device;
 	struct ruda_copy c = {
-		.src = ruda__host_staging_buffer(w->staging, d),
+		.src = w->window ? w->window->to.buffer : ruda__host_staging_buffer(w->staging, d),
 		.dst = w->dst->vk,
 		.region = {.srcOffset = 0, .dstOffset = 0, .size = w->size},
-		.hold = {&w->staging->ref, &w->dst->ref},
+		.hold = {w->window ? &w->window->ref : &w->staging->ref, &w->dst->ref},
 		/* the word the copy does not reach may hold another client's
 		 * bytes: zero it first */
 		.zero = has_tail(w->size),
@@ -188,6 +196,60 @@ static void staging_made(struct ruda_host_staging *st, void *data)
 		w->error = RUDA_ERROR_OUT_OF_MEMORY;
 	w->pending--;
 	maybe_stage(w);
+}
+
+/* The bytes have gone through the window into the new buffer. */
+static void through_window_done(void *data, int status)
+{
+	into_target_done(&((struct to_client_waiter *)data)->base, status);
+}
+
+/* The bytes are in tmp, more than the window holds: through it, chunk by
+ * chunk (tmp keeps them as they were when asked for, whatever the stream
+ * does next). */
+static void tmp_for_window_done(struct ruda_waiter *base, int status)
+{
+	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
+	if (status != RUDA_OK) {
+		reply(w, (ruda_status)status, "the source device failed");
+	} else if (!t || t->state != RUDA_SESSION_READY) {
+		reply(w, RUDA_ERROR_DISCONNECTED, "the target session has gone");
+	} else if (ruda__peer_copy_start(w->window, w->tmp, w->dst, 0, w->size, has_tail(w->size),
+					 w->size & ~(uint64_t)3, through_window_done, w) < 0) {
+		reply(w, RUDA_ERROR_OUT_OF_MEMORY, "cannot record the copies between the devices");
+	} else {
+		return; /* through_window_done frees `w` */
+	}
+	waiter_free(w);
+}
+
+/* Two logical devices of one physical device: a window of the source's
+ * memory lent to the target, of the bytes' size or (more bytes than a
+ * window holds) two chunks, the bytes then waiting in tmp. On no window
+ * (different devices, no export or import) it stays NULL: host staging. */
+static ruda_status try_window(struct to_client_waiter *w, struct ruda_device *from,
+			      struct ruda_device *to, uint64_t packed)
+{
+	const char *why = NULL;
+	uint64_t chunk = ruda__peer_chunk();
+	int err = -ENOTSUP;
+	if (ruda__peer_possible(from, to, &why))
+		err = ruda__peer_window_get(from, to, packed <= 2 * chunk ? packed : 2 * chunk,
+					    &w->window);
+	if (err < 0) {
+		log_debug("to_client %llu bytes, device %u -> %u: through host staging (%s)",
+			  (unsigned long long)packed, from->index, to->index,
+			  why ? why : err == -ENOMEM ? "no memory for a shared window"
+						     : "the driver refused to share memory");
+		return RUDA_OK;
+	}
+	log_debug("to_client %llu bytes, device %u -> %u: device copies through a %llu-byte "
+		  "shared window", (unsigned long long)packed, from->index, to->index,
+		  (unsigned long long)w->window->size);
+	if (packed <= w->window->size)
+		return RUDA_OK;
+	return ruda__buffer_create(from, packed, &w->tmp);
 }
 
 /* The copy regions of the request, packed in row-major order from 0:
@@ -346,7 +408,9 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	};
 	st = ruda__buffer_create(target->device, packed ? packed : 1, &w->dst);
 	struct ruda_device *devices[2] = {s->device, target->device};
-	if (st == RUDA_OK && target->device != s->device) {
+	if (st == RUDA_OK && target->device != s->device)
+		st = try_window(w, s->device, target->device, packed);
+	if (st == RUDA_OK && target->device != s->device && !w->window) {
 		/* host memory imported into both devices: kept from an earlier
 		 * transfer, or made in the thread pool while the bytes wait in
 		 * device memory (an import must not stall the loop) */
@@ -354,7 +418,7 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		if (!w->staging)
 			st = ruda__buffer_create(s->device, packed ? packed : 1, &w->tmp);
 	}
-	if (st == RUDA_OK && !w->staging && !w->tmp && has_tail(packed)) {
+	if (st == RUDA_OK && !w->staging && !w->window && !w->tmp && has_tail(packed)) {
 		/* the copy below goes straight into the new buffer: zero the
 		 * word it does not reach first (it may hold another client's
 		 * bytes); the stream records the fill before the copy */
@@ -363,7 +427,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	}
 	VkBuffer into = VK_NULL_HANDLE;
 	if (st == RUDA_OK) {
-		into = w->tmp ? w->tmp->vk
+		into = w->tmp	     ? w->tmp->vk
+		       : w->window  ? w->window->from.buffer
 		       : w->staging ? ruda__host_staging_buffer(w->staging, s->device)
 				    : w->dst->vk;
 		if (!into)
@@ -372,11 +437,12 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	if (st == RUDA_OK)
 		st = ruda__stream_copy_regions(s->current, src->buffer->vk, into, regions,
 					       packed ? n : 0, &src->buffer->ref,
-					       w->tmp       ? &w->tmp->ref
+					       w->tmp	    ? &w->tmp->ref
+					       : w->window  ? &w->window->ref
 					       : w->staging ? &w->staging->ref
 							    : &w->dst->ref);
 	free(regions);
-	if (st == RUDA_OK && w->tmp) {
+	if (st == RUDA_OK && w->tmp && !w->window) {
 		if (ruda__host_staging_make(ctx->loop, packed, devices, 2, staging_made, w) < 0)
 			st = RUDA_ERROR_OUT_OF_MEMORY;
 		else
@@ -389,7 +455,11 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->usage.bytes_downloaded += packed;
+	if (w->window)
+		s->device->stats.peer_bytes_out += packed;
+	else if (target->device != s->device)
+		s->device->stats.staged_bytes_out += packed;
 	if (w->tmp)
-		w->base.done = tmp_done;
+		w->base.done = w->window ? tmp_for_window_done : tmp_done;
 	ruda__stream_wait(s->current, &w->base);
 }

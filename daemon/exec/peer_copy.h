@@ -1,0 +1,38 @@
+/*
+ * A transfer between two logical devices of one physical device through a
+ * shared window (memory/peer_window.h), in chunks: the source device copies
+ * a chunk into one half of the window, the target device copies it out
+ * once that copy is done (the two VkDevices share no semaphore: the loop
+ * hears the first copy's completion through a waiter, then submits the
+ * second), while the source fills the other half. The window stays small
+ * whatever the size; every copy is a submission of its own (exec/copy.c).
+ */
+#ifndef RUDA_PEER_COPY_H
+#define RUDA_PEER_COPY_H
+
+#include <stdint.h>
+
+struct ruda_buffer;
+struct ruda_peer_window;
+
+/* The bytes of one chunk (half a window of a chunked transfer): 64 MiB, or
+ * RUDA_PEER_CHUNK (bytes, a multiple of 4 KiB at least 4 KiB, for tests),
+ * read once. */
+uint64_t ruda__peer_chunk(void);
+
+/*
+ * Copy `size` bytes from `src` (on window->from.device; nothing writes it
+ * meanwhile) into `dst` at `dst_offset` (on window->to.device), through
+ * `window` (at least 2 chunks, or `size`, of bytes). With `zero_tail`, dst
+ * is zeroed from `zero_from` to its end before the last chunk lands (the
+ * word a copy does not reach). References to the window and both buffers
+ * are held until the last copy is done; then `done` runs on the loop with
+ * RUDA_OK or the first failure, once. 0, or a negative errno (nothing was
+ * started, `done` never runs).
+ */
+int ruda__peer_copy_start(struct ruda_peer_window *window, struct ruda_buffer *src,
+			  struct ruda_buffer *dst, uint64_t dst_offset, uint64_t size,
+			  int zero_tail, uint64_t zero_from,
+			  void (*done)(void *data, int status), void *data);
+
+#endif

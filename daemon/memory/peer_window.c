@@ -1,0 +1,279 @@
+#include "memory/peer_window.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* Window sizes are powers of two from this, so that nearby sizes share one. */
+#define WINDOW_MIN (64ull << 10)
+
+/* Idle windows, oldest first, and every window's memory: process-wide for
+ * the reason host_staging.c gives (any session's transfer between any two
+ * devices takes any kept window, and the bound is on what the whole
+ * process holds). Loop thread only. */
+static struct {
+	struct ruda_peer_window *entries[RUDA_PEER_CACHE_ENTRIES];
+	unsigned n;
+	uint64_t bytes; /* of the kept ones */
+	bool closed;
+	uint64_t live_bytes; /* of every window not yet destroyed */
+	uint32_t live;
+} cache;
+
+bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_device *to,
+			 const char **why)
+{
+	const char *no = NULL;
+	if (from == to)
+		no = "one device";
+	else if (memcmp(from->device_uuid, to->device_uuid, VK_UUID_SIZE) != 0 ||
+		 memcmp(from->driver_uuid, to->driver_uuid, VK_UUID_SIZE) != 0)
+		no = "different physical devices";
+	else if (!from->get_memory_fd)
+		no = from->export_off;
+	else if (!to->get_memory_fd)
+		no = to->export_off;
+	else if (from->allocator.type != to->allocator.type)
+		no = "the devices' buffers use different memory types";
+	if (why)
+		*why = no;
+	return !no;
+}
+
+/* Free what the window holds on its devices (once: the sides are cleared). */
+static void empty(struct ruda_peer_window *w)
+{
+	struct ruda_device *from = w->from.device, *to = w->to.device;
+	ruda__device_listener_remove(&w->from.gone);
+	ruda__device_listener_remove(&w->to.gone);
+	if (to) {
+		if (w->to.buffer)
+			vkDestroyBuffer(to->vk, w->to.buffer, NULL);
+		if (w->imported)
+			vkFreeMemory(to->vk, w->imported, NULL);
+	}
+	if (from) {
+		if (w->from.buffer)
+			vkDestroyBuffer(from->vk, w->from.buffer, NULL);
+		if (w->memory.memory)
+			ruda__memory_free(&from->allocator, &w->memory);
+	}
+	w->from = (struct ruda_peer_side){.window = w};
+	w->to = (struct ruda_peer_side){.window = w};
+	w->imported = VK_NULL_HANDLE;
+	w->memory = (struct ruda_allocation){0};
+}
+
+static void really_destroy(struct ruda_peer_window *w)
+{
+	empty(w);
+	cache.live_bytes -= w->size;
+	cache.live--;
+	free(w);
+}
+
+static void uncache(unsigned i)
+{
+	struct ruda_peer_window *w = cache.entries[i];
+	memmove(cache.entries + i, cache.entries + i + 1,
+		(cache.n - i - 1) * sizeof(cache.entries[0]));
+	cache.n--;
+	cache.bytes -= w->size;
+}
+
+/* Either device is going (shut down or lost): the window goes empty; a
+ * kept one goes altogether. */
+static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
+{
+	(void)d;
+	struct ruda_peer_side *side =
+		(struct ruda_peer_side *)((char *)l - offsetof(struct ruda_peer_side, gone));
+	struct ruda_peer_window *w = side->window;
+	for (unsigned i = 0; i < cache.n; i++)
+		if (cache.entries[i] == w) {
+			uncache(i);
+			really_destroy(w);
+			return;
+		}
+	empty(w);
+}
+
+static void window_released(struct ruda_ref *ref)
+{
+	struct ruda_peer_window *w = (struct ruda_peer_window *)ref;
+	if (cache.closed || !w->from.device || w->size > RUDA_PEER_CACHE_BYTES) {
+		really_destroy(w);
+		return;
+	}
+	while (cache.n && (cache.n == RUDA_PEER_CACHE_ENTRIES ||
+			   cache.bytes + w->size > RUDA_PEER_CACHE_BYTES)) {
+		struct ruda_peer_window *old = cache.entries[0];
+		uncache(0);
+		really_destroy(old);
+	}
+	ruda_ref_init(&w->ref, window_released);
+	cache.entries[cache.n++] = w;
+	cache.bytes += w->size;
+}
+
+void ruda__peer_window_cache_clear(void)
+{
+	cache.closed = true;
+	while (cache.n) {
+		struct ruda_peer_window *w = cache.entries[0];
+		uncache(0);
+		really_destroy(w);
+	}
+}
+
+uint64_t ruda__peer_window_bytes(uint32_t *count)
+{
+	if (count)
+		*count = cache.live;
+	return cache.live_bytes;
+}
+
+static VkResult make_buffer(struct ruda_device *d, uint64_t size, VkBuffer *out)
+{
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = &external,
+		.size = size,
+		.usage = RUDA_BUFFER_USAGE,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	return vkCreateBuffer(d->vk, &info, NULL, out);
+}
+
+/* The exporting half: a buffer on `from` with memory of its own. */
+static int make_home(struct ruda_peer_window *w, struct ruda_device *from)
+{
+	if (make_buffer(from, w->size, &w->from.buffer) != VK_SUCCESS)
+		return -ENOMEM;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(from->vk, w->from.buffer, &req);
+	if (ruda__memory_alloc_mode(&from->allocator, req.size, req.alignment,
+				    RUDA_ALLOCATION_DEDICATED, w->from.buffer,
+				    &w->memory) != RUDA_OK)
+		return -ENOMEM;
+	if (vkBindBufferMemory(from->vk, w->from.buffer, w->memory.memory, w->memory.offset) !=
+	    VK_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+/* The importing half: the same memory, as an identical buffer on `to`. */
+static int import_into(struct ruda_peer_window *w, struct ruda_device *from,
+		       struct ruda_device *to)
+{
+	VkMemoryGetFdInfoKHR get = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+		.memory = w->memory.memory,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	int fd = -1;
+	if (from->get_memory_fd(from->vk, &get, &fd) != VK_SUCCESS || fd < 0)
+		return -EIO;
+	if (make_buffer(to, w->size, &w->to.buffer) != VK_SUCCESS) {
+		close(fd);
+		return -ENOMEM;
+	}
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(to->vk, w->to.buffer, &req);
+	if (req.size != w->memory.size || !(req.memoryTypeBits & (1u << to->allocator.type))) {
+		close(fd);
+		return -EIO;
+	}
+	VkMemoryDedicatedAllocateInfo dedicated = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+		.buffer = w->to.buffer,
+	};
+	VkImportMemoryFdInfoKHR import = {
+		.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+		.pNext = &dedicated,
+		.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+		.fd = fd,
+	};
+	VkMemoryAllocateInfo alloc = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = &import,
+		.allocationSize = w->memory.size,
+		.memoryTypeIndex = to->allocator.type,
+	};
+	/* a successful import owns the fd; a failed one leaves it ours */
+	if (vkAllocateMemory(to->vk, &alloc, NULL, &w->imported) != VK_SUCCESS) {
+		w->imported = VK_NULL_HANDLE;
+		close(fd);
+		return -EIO;
+	}
+	if (vkBindBufferMemory(to->vk, w->to.buffer, w->imported, 0) != VK_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+static struct ruda_peer_window *take_cached(struct ruda_device *from, struct ruda_device *to,
+					    uint64_t size)
+{
+	for (unsigned i = cache.n; i-- > 0;) {
+		struct ruda_peer_window *w = cache.entries[i];
+		if (w->from.device == from && w->to.device == to && w->size >= size &&
+		    w->size <= 2 * size) {
+			uncache(i);
+			return w;
+		}
+	}
+	return NULL;
+}
+
+int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint64_t size,
+			  struct ruda_peer_window **out)
+{
+	const char *why;
+	if (!ruda__peer_possible(from, to, &why))
+		return -ENOTSUP;
+	uint64_t want = WINDOW_MIN;
+	while (want < size && want <= UINT64_MAX / 2)
+		want *= 2;
+	size = want;
+	struct ruda_peer_window *w = take_cached(from, to, size);
+	if (w) {
+		*out = w;
+		return 0;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	ruda_ref_init(&w->ref, window_released);
+	w->size = size;
+	w->from.window = w->to.window = w;
+	cache.live++;
+	cache.live_bytes += size;
+	int err = make_home(w, from);
+	w->from.device = from; /* so that a failure below frees what was made */
+	if (!err) {
+		err = import_into(w, from, to);
+		w->to.device = to;
+	}
+	if (err) {
+		log_debug("device %u -> %u: no shared window of %llu bytes (%d)", from->index,
+			  to->index, (unsigned long long)size, err);
+		really_destroy(w);
+		return err;
+	}
+	w->from.gone.notify = device_gone;
+	w->to.gone.notify = device_gone;
+	ruda__device_listen_destroy(from, &w->from.gone);
+	ruda__device_listen_destroy(to, &w->to.gone);
+	log_debug("device %u -> %u: shared window of %llu bytes", from->index, to->index,
+		  (unsigned long long)size);
+	*out = w;
+	return 0;
+}
