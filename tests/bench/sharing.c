@@ -221,18 +221,21 @@ static double median_point(const char *kind, const char *socket, int p, uint32_t
 
 /* Iterations for a kernel of about `target` seconds, launched in-process
  * one after another (what the device gives one stream of them). */
-static uint32_t calibrate(double target, double *got)
+/* The steps whose kernel takes `target` s in-process, or `fixed` steps
+ * measured: fixed lengths compare rudad's settings across runs, since the
+ * calibration moves with the GPU's clocks. */
+static uint32_t calibrate(double target, uint32_t fixed, double *got)
 {
 	struct spinner s;
 	spin_open(&s, "inproc", NULL, 1, 1);
 	double per = 0;
-	for (uint32_t it = 64;; it *= 2) {
+	for (uint32_t it = fixed ? fixed : 64;; it *= 2) {
 		s.iterations = it;
 		spin_batch(&s, 5);
 		double t0 = bench_now();
 		spin_batch(&s, 20);
 		per = (bench_now() - t0) / 20;
-		if (per >= target || it >= (1u << 26)) {
+		if (fixed || per >= target || it >= (1u << 26)) {
 			spin_check(&s);
 			bench_runner_close(s.r);
 			*got = per;
@@ -286,8 +289,14 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 	uint64_t k = bench_opt.quick ? 50 : 200;
 	struct kernel_size sizes[2] = {{.name = "short", .target_s = 25e-6},
 				       {.name = "long", .target_s = 1e-3}};
+	/* RUDA_BENCH_SPIN_STEPS=short,long: fixed kernel lengths, in steps */
+	unsigned fixed[2] = {0, 0};
+	const char *steps = getenv("RUDA_BENCH_SPIN_STEPS");
+	if (steps)
+		BENCH_CHECK(sscanf(steps, "%u,%u", &fixed[0], &fixed[1]) == 2,
+			    "RUDA_BENCH_SPIN_STEPS wants two step counts, short,long: %s", steps);
 	for (int z = 0; z < 2; z++) {
-		sizes[z].iterations = calibrate(sizes[z].target_s, &sizes[z].measured_s);
+		sizes[z].iterations = calibrate(sizes[z].target_s, fixed[z], &sizes[z].measured_s);
 		printf("\nsharing: %s kernel: %u steps, %.1f us a kernel in-process, one after "
 		       "another; %llu launches a client, %d round%s\n",
 		       sizes[z].name, sizes[z].iterations, sizes[z].measured_s * 1e6,
