@@ -106,7 +106,8 @@ struct ruda_device {
 	/* each queue's timeline as last published: a submission is complete
 	 * once its queue's reaches its value (completion thread writes) */
 	_Atomic uint64_t queue_done[RUDA_MAX_QUEUES];
-	uint32_t next_queue; /* loop thread: the queue the next stream gets */
+	uint32_t next_queue; /* loop thread: where the search for the next stream's queue starts */
+	uint32_t queue_streams[RUDA_MAX_QUEUES]; /* loop thread: live streams on each queue */
 	/* streams that share a queue record in rounds (exec/lane.c, which
 	 * makes and tears down `lanes`; the device only keeps the pointer) */
 	bool lanes_on;
@@ -218,8 +219,10 @@ void ruda__device_listener_remove(struct ruda_device_listener *listener);
 struct ruda_submission *ruda__submission_begin(struct ruda_device *device);
 /* The same on `queue`, ordered only after that queue's work (a stream's). */
 struct ruda_submission *ruda__submission_begin_on(struct ruda_device *device, uint32_t queue);
-/* The queue for a new stream: they take turns. */
+/* The queue for a new stream: one with the fewest streams, in turn among
+ * equals; ruda__device_put_queue when the stream ends. */
 uint32_t ruda__device_next_queue(struct ruda_device *device);
+void ruda__device_put_queue(struct ruda_device *device, uint32_t queue);
 /* Into *value, the highest timeline value below which every submission,
  * on every queue, has completed (what `completed` publishes). Returns 0;
  * -EIO when the driver cannot say (the device is lost), *value untouched.

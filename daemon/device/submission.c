@@ -53,9 +53,23 @@ static void submission_recycle(struct ruda_submission *sub)
 
 uint32_t ruda__device_next_queue(struct ruda_device *d)
 {
-	uint32_t q = d->next_queue % d->nqueues;
-	d->next_queue = q + 1;
-	return q;
+	/* the queue with the fewest streams, ties in turn: clients come and go,
+	 * and a new one should not share a busy queue while another is idle */
+	uint32_t best = d->next_queue % d->nqueues;
+	for (uint32_t i = 1; i < d->nqueues; i++) {
+		uint32_t q = (d->next_queue + i) % d->nqueues;
+		if (d->queue_streams[q] < d->queue_streams[best])
+			best = q;
+	}
+	d->next_queue = best + 1;
+	d->queue_streams[best]++;
+	return best;
+}
+
+void ruda__device_put_queue(struct ruda_device *d, uint32_t queue)
+{
+	if (queue < d->nqueues && d->queue_streams[queue])
+		d->queue_streams[queue]--;
 }
 
 struct ruda_submission *ruda__submission_begin(struct ruda_device *d)

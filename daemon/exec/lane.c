@@ -51,8 +51,13 @@ struct ruda_lane *ruda__lane_of(struct ruda_device *d, uint32_t queue)
 		struct ruda_lanes *set = calloc(1, sizeof(*set));
 		if (!set)
 			return NULL;
+		uint64_t inflight_ns = RUDA_LANE_INFLIGHT_NS;
+		const char *us = getenv("RUDA_LANE_INFLIGHT_US");
+		if (us && strtoull(us, NULL, 10) > 0)
+			inflight_ns = strtoull(us, NULL, 10) * 1000u;
 		for (uint32_t q = 0; q < RUDA_MAX_QUEUES; q++)
-			set->lane[q] = (struct ruda_lane){.device = d, .queue = q};
+			set->lane[q] = (struct ruda_lane){
+				.device = d, .queue = q, .inflight_ns = inflight_ns};
 		set->on_destroy.notify = lanes_destroy;
 		ruda__device_listen_destroy(d, &set->on_destroy);
 		d->lanes = set;
@@ -310,13 +315,13 @@ ruda_status ruda__lane_submit(struct ruda_lane *lane)
 	return submit_recording(lane);
 }
 
-/* Rounds one submission may take: about RUDA_LANE_INFLIGHT_NS of device
+/* Rounds one submission may take: about the lane's inflight_ns of device
  * time by the rounds completed so far, within a stream's batch. */
 static uint32_t rounds_per_submission(const struct ruda_lane *lane)
 {
 	if (!lane->round_ns)
 		return 4; /* no measure yet: a few, to get one */
-	uint64_t rounds = RUDA_LANE_INFLIGHT_NS / lane->round_ns;
+	uint64_t rounds = lane->inflight_ns / lane->round_ns;
 	return rounds < 1 ? 1 : rounds > RUDA_STREAM_BATCH ? RUDA_STREAM_BATCH : (uint32_t)rounds;
 }
 

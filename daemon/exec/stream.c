@@ -69,6 +69,7 @@ void ruda__stream_finish(struct ruda_stream *s)
 		ruda__submission_discard(s->recording, RUDA_ERROR_DISCONNECTED);
 	s->recording = NULL;
 	s->records_fills = 0;
+	ruda__device_put_queue(s->device, s->queue);
 }
 
 void ruda__stream_fail(struct ruda_stream *s, ruda_status status, const char *fmt, ...)

@@ -244,7 +244,8 @@ void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *wait
  * fills, graphs, dynamic counts) are recorded at once, after the stream's
  * waiting launches, and end the round. The lane keeps about
  * RUDA_LANE_INFLIGHT_NS of device time in flight, so a newcomer's launch
- * joins a round soon rather than queueing behind another client's backlog.
+ * joins a round soon rather than queueing behind another client's backlog
+ * (RUDA_LANE_INFLIGHT_US in rudad's environment changes it, to measure).
  */
 #define RUDA_LANE_INFLIGHT_NS 150000u
 #define RUDA_LANE_MAX_INFLIGHT 2u
@@ -259,6 +260,7 @@ struct ruda_lane {
 	uint32_t rounds;              /* rounds in `recording` */
 	uint32_t inflight;            /* its submissions not yet complete */
 	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
+	uint64_t inflight_ns;         /* device time a submission may take */
 };
 
 /* The lane of `queue` on `device`, made on first use; NULL when the
