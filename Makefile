@@ -286,7 +286,18 @@ $(BUILD)/tests/lanes/%: $(BUILD)/tests/%
 	@printf '#!/bin/sh\nRUDA_TEST_SET="lanes=on queues=1" exec "%s" "$$@"\n' "$(abspath $<)" > $@
 	@chmod +x $@
 
-tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS) $(LANES_TESTS)
+# And with eight queues that are one VkQueue (RUDA_TEST_QUEUES=8: the
+# several-queue paths, such as timeline waits between queues, completion per
+# queue and lanes of two streams, which lavapipe's one queue does not take).
+QUEUES_SUITES := test_streams test_sync_fast test_sync_buffers test_graphs test_dynamic_counts \
+	test_transfer test_export test_memory
+QUEUES_TESTS := $(patsubst %,$(BUILD)/tests/queues8/%,$(QUEUES_SUITES))
+$(BUILD)/tests/queues8/%: $(BUILD)/tests/%
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nRUDA_TEST_QUEUES=8 RUDA_TEST_SET="lanes=on" exec "%s" "$$@"\n' "$(abspath $<)" > $@
+	@chmod +x $@
+
+tests: all $(TEST_SPIRV) $(TEST_PROGRAMS) $(TEST_HELPERS) $(LANES_TESTS) $(QUEUES_TESTS)
 
 # The runner is checked on stubs first; each suite then streams its checks
 # and the last line is the total: "N passed, N failed, N skipped".
@@ -294,7 +305,7 @@ check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@sh tests/run_selftest.sh
 	@python3 tests/include_graph.py --dir daemon --max-lines 800 --quiet
-	@rc=0; BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS) $(LANES_TESTS) || rc=$$?; \
+	@rc=0; BUILD=$(BUILD) sh tests/run.sh $(TEST_PROGRAMS) $(LANES_TESTS) $(QUEUES_TESTS) || rc=$$?; \
 	$(MAKE) --no-print-directory check-python || rc=1; exit $$rc
 
 # The Python package (python/ruda) against this build's libruda and rudad.

@@ -228,12 +228,21 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 	/* as many queues as the family has, up to RUDA_MAX_QUEUES or the
 	 * configured number: streams are spread over them */
 	d->nqueues = caps->queue_count;
+	/* RUDA_TEST_QUEUES=N in rudad's environment: N queues on a device with
+	 * fewer, several of them one VkQueue (all submitted from the loop
+	 * thread), so the several-queue paths are tested on lavapipe */
+	const char *test_queues = getenv("RUDA_TEST_QUEUES");
+	if (test_queues && atoi(test_queues) > 0)
+		d->nqueues = (uint32_t)atoi(test_queues);
 	if (d->nqueues > RUDA_MAX_QUEUES)
 		d->nqueues = RUDA_MAX_QUEUES;
 	if (vk->max_queues && d->nqueues > vk->max_queues)
 		d->nqueues = vk->max_queues;
 	if (!d->nqueues)
 		d->nqueues = 1;
+	uint32_t real_queues = d->nqueues < caps->queue_count ? d->nqueues : caps->queue_count;
+	if (!real_queues)
+		real_queues = 1;
 	d->lanes_on = vk->lanes == RUDA_LANES_ON || (vk->lanes == RUDA_LANES_AUTO && d->nqueues > 1);
 	float priorities[RUDA_MAX_QUEUES];
 	for (uint32_t i = 0; i < RUDA_MAX_QUEUES; i++)
@@ -241,7 +250,7 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 	VkDeviceQueueCreateInfo queue = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
 		.queueFamilyIndex = d->queue_family,
-		.queueCount = d->nqueues,
+		.queueCount = real_queues,
 		.pQueuePriorities = priorities,
 	};
 	const char *enabled[3] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
@@ -265,7 +274,7 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		return -ENODEV;
 	}
 	for (uint32_t i = 0; i < d->nqueues; i++)
-		vkGetDeviceQueue(d->vk, d->queue_family, i, &d->queues[i]);
+		vkGetDeviceQueue(d->vk, d->queue_family, i % real_queues, &d->queues[i]);
 	d->queue = d->queues[0];
 	d->cmd_push_descriptor_set = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(
 		d->vk, "vkCmdPushDescriptorSetKHR");
