@@ -229,7 +229,7 @@ static const char *type_name(ruda_device_type t)
 /* Each field's median over `n` runs. */
 static struct bench_launch_result median_launch_result(const struct bench_launch_result *r, int n)
 {
-	double v[8];
+	double v[8] = {0};
 #define MEDIAN_OF(field)                                                                   \
 	do {                                                                               \
 		for (int i = 0; i < n; i++)                                                \
