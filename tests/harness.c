@@ -79,18 +79,11 @@ void test_kill(pid_t pid)
  * it. */
 static int good_client_rounds(const struct test_daemon *d, int stop)
 {
-	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = d->socket_path,
-				  .client_name = "good"};
 	ruda_client *c;
-	if (ruda_client_connect(&o, &c) != RUDA_OK)
-		return 2;
-	size_t spirv_size;
-	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {sizeof(desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
-	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
-		return 3;
-	free(spirv);
+	int failed = test_child_connect_add(d->socket_path, "good", &c, &add);
+	if (failed)
+		return failed;
 	enum { N = 4096 };
 	static float a[N], b[N], out[N];
 	int rounds = 0;
@@ -299,6 +292,21 @@ uint32_t *test_load_spirv(const char *name, size_t *size)
 	fclose(f);
 	*size = (size_t)len;
 	return words;
+}
+
+int test_child_connect_add(const char *socket, const char *name, ruda_client **c,
+			   ruda_kernel *add)
+{
+	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = socket,
+				  .client_name = name};
+	if (ruda_client_connect(&o, c) != RUDA_OK)
+		return 2;
+	size_t spirv_size;
+	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
+	ruda_kernel_desc desc = {sizeof(desc), spirv, spirv_size, "main", 3, 4};
+	ruda_status st = ruda_client_kernel_register(*c, &desc, add);
+	free(spirv);
+	return st == RUDA_OK ? 0 : 3;
 }
 
 ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings, uint32_t push_size)

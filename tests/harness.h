@@ -69,6 +69,13 @@ uint32_t *test_load_spirv(const char *name, size_t *size);
 ruda_kernel test_register(ruda_client *c, const char *name, uint32_t bindings,
 			  uint32_t push_size);
 
+/* For a forked client process, which must not abort through Check:
+ * connect to `socket` as `name` and register add_f32 (3 bindings, 4 bytes
+ * of push constants). Returns 0, 2 (no connection) or 3 (refused kernel),
+ * for the process's exit status. */
+int test_child_connect_add(const char *socket, const char *name, ruda_client **c,
+			   ruda_kernel *add);
+
 /* Poll the daemon's stats (through `c`) until `sessions` sessions remain
  * and device bytes equal `bytes`, or 10 s pass; returns the last stats. */
 ruda_daemon_stats test_wait_for_stats(ruda_client *c, uint32_t sessions, uint64_t bytes);

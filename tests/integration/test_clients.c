@@ -24,18 +24,11 @@ static void teardown(void)
  * Exits 0 only if every result is right. */
 static int client_work(int index)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-		.socket_path = daemon_.socket_path, .client_name = "worker"};
 	ruda_client *c;
-	if (ruda_client_connect(&o, &c) != RUDA_OK)
-		return 2;
-	size_t spirv_size;
-	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
-	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
-		return 3;
-	free(spirv);
+	int failed = test_child_connect_add(daemon_.socket_path, "worker", &c, &add);
+	if (failed)
+		return failed;
 	enum { N = 65536 };
 	static float a[N], b[N], out[N];
 	for (int round = 0; round < 10; round++) {

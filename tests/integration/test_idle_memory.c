@@ -20,18 +20,11 @@ enum { CLIENTS = 16, BUFFERS = 6, FLOATS = 1 << 20, MIXED = 24 }; /* 4 MiB a buf
 /* One client: buffers of 4 MiB, a kernel over them, results checked. */
 static int client_work(const struct test_daemon *d, int index)
 {
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-		.socket_path = d->socket_path, .client_name = "stress"};
 	ruda_client *c;
-	if (ruda_client_connect(&o, &c) != RUDA_OK)
-		return 2;
-	size_t spirv_size;
-	uint32_t *spirv = test_load_spirv("add_f32", &spirv_size);
-	ruda_kernel_desc desc = {sizeof(ruda_kernel_desc), spirv, spirv_size, "main", 3, 4};
 	ruda_kernel add;
-	if (ruda_client_kernel_register(c, &desc, &add) != RUDA_OK)
-		return 3;
-	free(spirv);
+	int failed = test_child_connect_add(d->socket_path, "stress", &c, &add);
+	if (failed)
+		return failed;
 	float *a = malloc(FLOATS * 4), *out = malloc(FLOATS * 4);
 	for (int i = 0; i < FLOATS; i++)
 		a[i] = (float)(i % 1000 + index);
