@@ -232,8 +232,9 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 	 * fewer, several of them one VkQueue (all submitted from the loop
 	 * thread), so the several-queue paths are tested on lavapipe */
 	const char *test_queues = getenv("RUDA_TEST_QUEUES");
-	if (test_queues && atoi(test_queues) > 0)
-		d->nqueues = (uint32_t)atoi(test_queues);
+	int wanted = test_queues ? atoi(test_queues) : 0;
+	if (wanted > 0)
+		d->nqueues = (uint32_t)wanted;
 	if (d->nqueues > RUDA_MAX_QUEUES)
 		d->nqueues = RUDA_MAX_QUEUES;
 	if (vk->max_queues && d->nqueues > vk->max_queues)

@@ -51,10 +51,9 @@ struct ruda_lane *ruda__lane_of(struct ruda_device *d, uint32_t queue)
 		struct ruda_lanes *set = calloc(1, sizeof(*set));
 		if (!set)
 			return NULL;
-		uint64_t inflight_ns = RUDA_LANE_INFLIGHT_NS;
-		const char *us = getenv("RUDA_LANE_INFLIGHT_US");
-		if (us && strtoull(us, NULL, 10) > 0)
-			inflight_ns = strtoull(us, NULL, 10) * 1000u;
+		const char *env = getenv("RUDA_LANE_INFLIGHT_US");
+		uint64_t us = env ? strtoull(env, NULL, 10) : 0;
+		uint64_t inflight_ns = us ? us * 1000u : RUDA_LANE_INFLIGHT_NS;
 		for (uint32_t q = 0; q < RUDA_MAX_QUEUES; q++)
 			set->lane[q] = (struct ruda_lane){
 				.device = d, .queue = q, .inflight_ns = inflight_ns};
