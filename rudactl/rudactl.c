@@ -490,6 +490,27 @@ static const Ruda__AdminCacheDevice *cache_device(const struct snapshot *snap, u
 	return NULL;
 }
 
+/* The loop thread's busy time (over the sample too, when there is one)
+ * and what vkQueueSubmit took of it: whether the one loop thread is what
+ * limits many clients. */
+static void print_loop(const struct snapshot *snap, const struct snapshot *before,
+		       uint64_t submits, uint64_t submit_ns)
+{
+	const Ruda__AdminStatusReply *s = snap->status;
+	char a[32];
+	printf("loop      busy %s since start", fmt_ns(a, sizeof(a), s->loop_busy_ns));
+	if (before && before->status && snap->taken > before->taken &&
+	    s->loop_busy_ns >= before->status->loop_busy_ns)
+		printf(" (%.0f%% of the last %s)",
+		       (double)(s->loop_busy_ns - before->status->loop_busy_ns) /
+			       ((snap->taken - before->taken) * 1e9) * 100.0,
+		       fmt_ms(a, sizeof(a), (uint64_t)((snap->taken - before->taken) * 1000.0)));
+	printf("; %" PRIu64 " queue submits", submits);
+	if (submits)
+		printf(", %.1f us each", (double)submit_ns / (double)submits / 1000.0);
+	printf("\n");
+}
+
 static void print_status(const struct snapshot *snap, const struct snapshot *before)
 {
 	const Ruda__AdminStatusReply *s = snap->status;
@@ -502,7 +523,7 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	printf("limits    arena %s and %u buffers per client\n",
 	       fmt_bytes(a, sizeof(a), s->arena_size), s->max_buffers);
 	uint64_t bytes = 0, buffers = 0, arena = 0, imported = 0, pipelines = 0, compiled = 0,
-		 hits = 0, peer = 0, staged = 0;
+		 hits = 0, peer = 0, staged = 0, submits = 0, submit_ns = 0;
 	for (size_t i = 0; i < s->n_devices; i++) {
 		bytes += s->devices[i]->buffer_bytes;
 		buffers += s->devices[i]->buffers;
@@ -510,6 +531,8 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 		imported += s->devices[i]->arena_imported_bytes;
 		peer += s->devices[i]->peer_copy_bytes;
 		staged += s->devices[i]->staged_copy_bytes;
+		submits += s->devices[i]->queue_submits;
+		submit_ns += s->devices[i]->submit_ns;
 		const Ruda__AdminCacheDevice *cd = cache_device(snap, s->devices[i]->index);
 		if (cd) {
 			pipelines += cd->entries;
@@ -530,6 +553,7 @@ static void print_status(const struct snapshot *snap, const struct snapshot *bef
 	if (snap->cache)
 		printf("cache     %" PRIu64 " pipelines, %" PRIu64 " compiled, %" PRIu64 " hits\n",
 		       pipelines, compiled, hits);
+	print_loop(snap, before, submits, submit_ns);
 	printf("admin     %s\n\n", s->admin ? "yes (this user may run commands)"
 					  : "no (views only)");
 
@@ -656,6 +680,8 @@ static void print_devices(const struct snapshot *snap)
 		       " completed%s\n",
 		       "queue", d->inflight, d->submitted, d->completed,
 		       d->lost ? "; DEVICE LOST" : "");
+		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them\n", "submits",
+		       d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns));
 		printf("  %-14s %" PRIu64 " pipelines, %" PRIu64 " compiled\n", "kernels",
 		       d->pipelines, d->kernels_compiled);
 		printf("  %-14s %u\n", "clients", d->clients);

@@ -231,6 +231,7 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_u64(j, "staging_importing", s->staging_importing);
 	json_u64(j, "peer_window_bytes", s->peer_window_bytes);
 	json_u64(j, "peer_windows", s->peer_windows);
+	json_u64(j, "loop_busy_ns", s->loop_busy_ns);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
 	json_u64(j, "min_client_arena_bytes", s->min_arena_size);
@@ -285,6 +286,8 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "busy_ns", d->busy_ns);
 	json_u64(j, "peer_copy_bytes", d->peer_copy_bytes);
 	json_u64(j, "staged_copy_bytes", d->staged_copy_bytes);
+	json_u64(j, "queue_submits", d->queue_submits);
+	json_u64(j, "submit_ns", d->submit_ns);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

@@ -84,6 +84,10 @@ struct ruda_device_stats {
 	 * its physical device), and through host staging */
 	uint64_t peer_bytes_out;
 	uint64_t staged_bytes_out;
+	/* vkQueueSubmit calls since start, and the host time spent inside
+	 * them (uv_hrtime ns): what submitting costs the loop thread */
+	uint64_t queue_submits;
+	uint64_t submit_ns;
 };
 
 struct ruda_device {

@@ -294,7 +294,10 @@ int ruda__submission_submit(struct ruda_submission *sub)
 			.signalSemaphoreCount = 1,
 			.pSignalSemaphores = &d->timelines[q],
 		};
+		uint64_t t0 = uv_hrtime();
 		r = vkQueueSubmit(d->queues[q], 1, &info, VK_NULL_HANDLE);
+		d->stats.submit_ns += uv_hrtime() - t0;
+		d->stats.queue_submits++;
 	}
 	if (r != VK_SUCCESS) {
 		log_error("device %u: vkQueueSubmit failed: %d", d->index, r);

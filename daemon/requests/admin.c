@@ -157,6 +157,17 @@ static uint64_t uptime_ms(void)
 	return now_ms > start_ms ? now_ms - start_ms : 0;
 }
 
+/* How long the loop thread has not been waiting for events since the
+ * server started (idle time is measured from then: server.c). */
+static uint64_t loop_busy_ns(const struct ruda_session_context *ctx)
+{
+	if (!ctx->loop_start_ns)
+		return 0;
+	uint64_t run = uv_hrtime() - ctx->loop_start_ns;
+	uint64_t idle = uv_metrics_idle_time(ctx->loop);
+	return run > idle ? run - idle : 0;
+}
+
 /* A session's device time, with its submission running now so far: a
  * launch that runs long (or never ends) shows as busy while it runs. */
 static uint64_t session_gpu_time(const struct ruda_session *s)
@@ -274,6 +285,8 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->busy_ns = ruda__device_busy_ns(d);
 	m->peer_copy_bytes = d->stats.peer_bytes_out;
 	m->staged_copy_bytes = d->stats.staged_bytes_out;
+	m->queue_submits = d->stats.queue_submits;
+	m->submit_ns = d->stats.submit_ns;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */
@@ -354,6 +367,7 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 		}
 	}
 	st.peer_window_bytes = ruda__peer_window_bytes(&st.peer_windows);
+	st.loop_busy_ns = loop_busy_ns(ctx);
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;

@@ -56,6 +56,9 @@ struct ruda_session_kernel {
 /* What sessions share, owned by the server and handed to each session. */
 struct ruda_session_context {
 	uv_loop_t *loop;
+	/* uv_hrtime() when the loop began measuring its idle time
+	 * (UV_METRICS_IDLE_TIME); 0: it does not */
+	uint64_t loop_start_ns;
 	struct ruda_device **devices; /* borrowed */
 	uint32_t ndevices;
 	struct ruda_pipeline_registry **pipelines; /* one per device, borrowed */

@@ -299,6 +299,10 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 		.policy = o->policy,
 	};
 	ruda__handle_table_init(&server->ctx.sessions);
+	/* the loop's idle time, for AdminStatus's loop_busy_ns: whether the
+	 * one loop thread is what limits many clients */
+	if (uv_loop_configure(loop, UV_METRICS_IDLE_TIME) == 0)
+		server->ctx.loop_start_ns = uv_hrtime();
 	server->ctx.arena_pools = pools;
 	server->ctx.throughput_caches = calloc(ndevices, sizeof(*server->ctx.throughput_caches));
 	for (uint32_t i = 0; server->ctx.throughput_caches && i < ndevices; i++)

@@ -16,6 +16,8 @@
 
 #include <ruda/ruda.h>
 
+#include "ruda.pb-c.h"
+
 /* ---- options ------------------------------------------------------------ */
 
 struct bench_options {
@@ -98,6 +100,11 @@ void bench_daemon_start(struct bench_daemon *d, const char *const *extra);
 /* SIGTERM and wait; fails the bench if it does not exit 0. */
 void bench_daemon_stop(struct bench_daemon *d);
 ruda_client *bench_connect(const struct bench_daemon *d);
+/* A raw connection to `socket_path` (a Hello, then AdminStatus, then
+ * closed): the daemon's status, with at least one device. The caller frees
+ * it with ruda__reply__free_unpacked; the status is reply->admin->status.
+ * Fails the bench when rudad does not answer. */
+Ruda__Reply *bench_admin_status(const char *socket_path);
 /* Whether `rudad --help` mentions `option` (e.g. "--cache-dir"). */
 int bench_daemon_has_option(const char *option);
 

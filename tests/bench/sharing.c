@@ -11,7 +11,9 @@
  * themselves and launching the same kernel; one client spreading the same
  * P x K launches over 16 streams. And a latency probe: one client's launch
  * + sync round trip of the short kernel at the default priority, idle and
- * while 8 clients saturate the device with short kernels.
+ * while 8 clients saturate the device with short kernels. Around each
+ * latency window, rudad's AdminStatus tells how busy its loop thread was
+ * and what its vkQueueSubmit calls cost (printed, not a result).
  *
  * Every launch counts itself in a buffer (atomicAdd): a worker checks its
  * count and each lane's value against a CPU reference.
@@ -273,6 +275,43 @@ static double latency(const char *socket, uint32_t iterations, double seconds)
 	return median;
 }
 
+/* What rudad's AdminStatus says of its loop thread and device 0's
+ * vkQueueSubmit calls, and when it was asked. */
+struct loop_sample {
+	double t;
+	uint64_t loop_busy_ns, queue_submits, submit_ns;
+};
+
+static struct loop_sample loop_sample(const char *socket)
+{
+	Ruda__Reply *reply = bench_admin_status(socket);
+	const Ruda__AdminStatusReply *st = reply->admin->status;
+	struct loop_sample x = {
+		.t = bench_now(),
+		.loop_busy_ns = st->loop_busy_ns,
+		.queue_submits = st->devices[0]->queue_submits,
+		.submit_ns = st->devices[0]->submit_ns,
+	};
+	ruda__reply__free_unpacked(reply, NULL);
+	return x;
+}
+
+/* Whether rudad's loop thread was what limited the window between `a` and
+ * `b`: its busy share, and the submits it made and their mean cost. */
+static void print_loop_window(const char *which, const struct loop_sample *a,
+			      const struct loop_sample *b)
+{
+	double wall = b->t - a->t;
+	uint64_t submits = b->queue_submits - a->queue_submits;
+	double busy = wall > 0 ? (double)(b->loop_busy_ns - a->loop_busy_ns) / (wall * 1e9) : 0;
+	printf("  rudad during the %s latency window: loop busy %.0f%%, %.0f queue submits/s",
+	       which, busy * 100, wall > 0 ? (double)submits / wall : 0);
+	if (submits)
+		printf(", %.1f us per submit",
+		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
+	printf("\n");
+}
+
 /* ---- the group ---------------------------------------------------------------- */
 
 struct kernel_size {
@@ -332,13 +371,19 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 	printf("sharing: latency of one client, idle and beside %d saturating clients...\n",
 	       LOADED_CLIENTS);
 	double window = bench_opt.quick ? 2.0 : 4.0;
+	struct loop_sample idle0 = loop_sample(d->socket_path);
 	double idle = latency(d->socket_path, sizes[0].iterations, window * 0.5);
+	struct loop_sample idle1 = loop_sample(d->socket_path);
+	print_loop_window("idle", &idle0, &idle1);
 	struct workers w;
 	workers_start(&w, LOADED_CLIENTS, "rudad", d->socket_path, sizes[0].iterations, 20, 1,
 		      "window");
 	workers_go(&w, window);
 	usleep((useconds_t)((0.05 + window * 0.1) * 1e6));
+	struct loop_sample loaded0 = loop_sample(d->socket_path);
 	double loaded = latency(d->socket_path, sizes[0].iterations, window * 0.7);
+	struct loop_sample loaded1 = loop_sample(d->socket_path);
+	print_loop_window("loaded", &loaded0, &loaded1);
 	double others = 0;
 	char line[256];
 	for (int i = 0; i < w.n; i++) {

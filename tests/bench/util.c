@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../proto/frame.h"
+
 struct bench_options bench_opt;
 
 const char *bench_path(const char *rel)
@@ -534,6 +536,68 @@ ruda_client *bench_connect(const struct bench_daemon *d)
 	ruda_status st = ruda_client_connect(&o, &c);
 	BENCH_CHECK(st == RUDA_OK, "connect: %s", ruda_strerror(st));
 	return c;
+}
+
+/* One request on a raw connection and its reply (an fd passed with it is
+ * closed). */
+static Ruda__Reply *raw_call(int sock, struct ruda_frame_reader *in, Ruda__Request *req)
+{
+	uint8_t buf[512];
+	size_t n = ruda__request__get_packed_size(req);
+	BENCH_CHECK(n <= sizeof(buf), "request too large");
+	ruda__frame_header_encode(buf, (uint32_t)n, 0);
+	uint8_t frame[RUDA_FRAME_HEADER_SIZE + sizeof(buf)];
+	memcpy(frame, buf, RUDA_FRAME_HEADER_SIZE);
+	ruda__request__pack(req, frame + RUDA_FRAME_HEADER_SIZE);
+	BENCH_CHECK(send(sock, frame, RUDA_FRAME_HEADER_SIZE + n, MSG_NOSIGNAL) ==
+			    (ssize_t)(RUDA_FRAME_HEADER_SIZE + n),
+		    "send to rudad: %s", strerror(errno));
+	struct ruda_frame f;
+	int r;
+	while ((r = ruda__frame_reader_next(in, &f)) == 0)
+		BENCH_CHECK(ruda__frame_reader_recv(in, sock, 0) > 0, "rudad closed the connection");
+	BENCH_CHECK(r > 0, "a malformed frame from rudad");
+	for (uint16_t i = 0; i < f.nfds; i++)
+		close(f.fds[i]);
+	Ruda__Reply *reply = ruda__reply__unpack(NULL, f.length, f.payload);
+	BENCH_CHECK(reply && reply->status == RUDA__STATUS__OK, "rudad refused a request");
+	return reply;
+}
+
+Ruda__Reply *bench_admin_status(const char *socket_path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	BENCH_CHECK(strlen(socket_path) < sizeof(addr.sun_path), "socket path too long");
+	memcpy(addr.sun_path, socket_path, strlen(socket_path) + 1);
+	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	BENCH_CHECK(sock >= 0 && connect(sock, (struct sockaddr *)&addr, sizeof(addr)) == 0,
+		    "cannot connect to %s", socket_path);
+	struct ruda_frame_reader in;
+	BENCH_CHECK(ruda__frame_reader_init(&in) == 0, "out of memory");
+	Ruda__Hello h = RUDA__HELLO__INIT;
+	h.protocol_version = RUDA_PROTOCOL_VERSION;
+	h.client_name = "bench-admin";
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 1;
+	req.body_case = RUDA__REQUEST__BODY_HELLO;
+	req.hello = &h;
+	ruda__reply__free_unpacked(raw_call(sock, &in, &req), NULL);
+	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_STATUS;
+	admin.status = &status;
+	req = (Ruda__Request)RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = &admin;
+	Ruda__Reply *reply = raw_call(sock, &in, &req);
+	BENCH_CHECK(reply->body_case == RUDA__REPLY__BODY_ADMIN &&
+			    reply->admin->body_case == RUDA__ADMIN_REPLY__BODY_STATUS &&
+			    reply->admin->status->n_devices > 0,
+		    "no AdminStatus reply");
+	ruda__frame_reader_finish(&in);
+	close(sock);
+	return reply;
 }
 
 int bench_daemon_has_option(const char *option)

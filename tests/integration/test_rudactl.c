@@ -822,6 +822,70 @@ START_TEST(zero_fills_counted)
 }
 END_TEST
 
+/* What `status --json` says of the loop thread and device 0's submits. */
+struct loop_counts {
+	unsigned long long loop_busy_ns, queue_submits, submit_ns, submitted;
+};
+
+static struct loop_counts loop_counts(struct ctl_run *r, const struct test_daemon *d)
+{
+	CTL(r, d, "status", "--json", "--sample", "0");
+	expect_ok(r, "status --json");
+	struct flat *j = json_parse(r->out);
+	struct loop_counts n = {
+		.loop_busy_ns = jnum(j, "daemon.loop_busy_ns"),
+		.queue_submits = jnum(j, "devices.0.queue_submits"),
+		.submit_ns = jnum(j, "devices.0.submit_ns"),
+		.submitted = jnum(j, "devices.0.submitted"),
+	};
+	json_free(j);
+	return n;
+}
+
+/* The loop thread's busy time grows with the requests it serves, and every
+ * vkQueueSubmit is counted with the host time spent in it. */
+START_TEST(loop_busy_and_submits_counted)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *c = test_connect(&d, "submitter");
+	struct ctl_run *r = malloc(sizeof(*r));
+	struct loop_counts before = loop_counts(r, &d);
+	ck_assert_uint_gt(before.loop_busy_ns, 0); /* it handled rudactl's requests */
+
+	ruda_handle buf;
+	ck_assert_int_eq(ruda_client_empty(c, MiB, &buf), RUDA_OK);
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	for (uint32_t i = 0; i < 4; i++) {
+		uint32_t push[2] = {i, MiB / 4};
+		ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){16, 1, 1}, &buf, 1, push,
+						    sizeof(push)),
+				 RUDA_OK);
+		ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	}
+	struct loop_counts after = loop_counts(r, &d);
+	ck_assert_uint_ge(after.queue_submits, 1);
+	ck_assert_uint_gt(after.queue_submits, before.queue_submits);
+	/* a submission is one vkQueueSubmit (the timeline value counts both) */
+	ck_assert_uint_eq(after.queue_submits - before.queue_submits,
+			  after.submitted - before.submitted);
+	ck_assert_uint_gt(after.submit_ns, before.submit_ns);
+	ck_assert_uint_gt(after.loop_busy_ns, before.loop_busy_ns);
+
+	CTL(r, &d, "status");
+	expect_ok(r, "status");
+	expect_in(r->out, "loop      busy ");
+	expect_in(r->out, "% of the last ");
+	expect_in(r->out, " queue submits, ");
+	CTL(r, &d, "devices");
+	expect_ok(r, "devices");
+	expect_in(r->out, " vkQueueSubmit calls, ");
+	free(r);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(cleanup_drops_unused_pipelines)
 {
 	struct test_daemon d;
@@ -1154,6 +1218,7 @@ int main(void)
 	tcase_add_test(tc, kill_disconnects_and_frees);
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);
 	tcase_add_test(tc, zero_fills_counted);
+	tcase_add_test(tc, loop_busy_and_submits_counted);
 	tcase_add_test(tc, drain_then_last_client_leaves);
 	tcase_add_test(tc, shutdown_stops_daemon);
 	tcase_add_test(tc, non_admin_refused);
