@@ -508,7 +508,7 @@ static void print_loop(const struct snapshot *snap, const struct snapshot *befor
 	printf("; %" PRIu64 " queue submits", submits);
 	if (submits)
 		printf(", %.1f us each", (double)submit_ns / (double)submits / 1000.0);
-	printf("\n");
+	printf("; %" PRIu64 " turns yielded\n", s->turns_yielded);
 }
 
 static void print_status(const struct snapshot *snap, const struct snapshot *before)

@@ -124,6 +124,12 @@ struct ruda_session_context {
 	 * iteration so that other clients are served in between */
 	struct ruda_session_remains *remains;
 	uv_idle_t *remains_idle; /* owned; active while there are remains */
+	/* connections whose turn ended with frames still buffered (the frame
+	 * budget, server/connection.c), in turn; they go on before the next
+	 * poll, each after every other connection had its turn */
+	struct ruda_connection *yielded, **yielded_tail;
+	uv_idle_t *yield_idle; /* owned; active while any connection yielded */
+	uint64_t turns_yielded; /* for AdminStatus */
 	/* connections that have not said Hello yet, oldest first, and how
 	 * many each uid has (uid -> count, as a pointer) */
 	struct ruda_session *hello_first, *hello_last;

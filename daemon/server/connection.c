@@ -1,6 +1,7 @@
 #include "server/connection.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,9 @@ struct ruda_connection {
 	int poll_events;
 	struct ruda_frame_reader in;
 	struct ruda_frame_writer out;
+	/* its frames' turn ended with more buffered: on ctx->yielded */
+	bool yielded;
+	struct ruda_connection *yield_next;
 };
 
 static void on_poll(uv_poll_t *poll, int status, int events);
@@ -39,6 +43,103 @@ static void set_poll(struct ruda_connection *c, int events)
 		uv_poll_start(&c->poll, events, on_poll);
 	else
 		uv_poll_stop(&c->poll);
+}
+
+/*
+ * The frames one connection runs in a turn of the loop while other clients
+ * are connected. One loop thread serves every client, and a busy client's
+ * socket can hold hundreds of launches: run them all and every other
+ * client's next request waits behind them (on an H200, 8 clients sending
+ * small kernels kept a ninth client's launch 300 us in the loop). With a
+ * budget, a client whose request arrives waits for at most this many
+ * frames of each other busy client. RUDA_FRAME_BUDGET in rudad's
+ * environment changes it (0: no budget), to measure.
+ */
+#define FRAME_BUDGET 8u
+
+static uint32_t frame_budget(const struct ruda_session_context *ctx)
+{
+	static uint32_t budget;
+	static bool read;
+	if (!read) {
+		const char *env = getenv("RUDA_FRAME_BUDGET");
+		budget = env ? (uint32_t)strtoul(env, NULL, 10) : FRAME_BUDGET;
+		read = true;
+	}
+	/* alone, a client waits for nobody: it keeps the whole batch */
+	return ctx->sessions.count > 1 ? budget : 0;
+}
+
+static void run_frames(struct ruda_connection *c);
+
+/* The poll events of a connection that may read again: replies first (a
+ * client that does not read its replies is not read either). */
+static int reading_events(const struct ruda_connection *c)
+{
+	return ruda__frame_writer_pending(&c->out) ? UV_WRITABLE : UV_READABLE;
+}
+
+static void on_yield_idle(uv_idle_t *idle)
+{
+	struct ruda_session_context *ctx = idle->data;
+	struct ruda_connection *list = ctx->yielded;
+	ctx->yielded = NULL;
+	ctx->yielded_tail = &ctx->yielded;
+	while (list) {
+		struct ruda_connection *c = list;
+		list = c->yield_next;
+		c->yield_next = NULL;
+		c->yielded = false;
+		struct ruda_session *s = c->session;
+		run_frames(c);
+		if (!c->yielded && s->state == RUDA_SESSION_READY && !s->throttled)
+			set_poll(c, reading_events(c));
+	}
+	if (!ctx->yielded)
+		uv_idle_stop(idle);
+}
+
+/* End `c`'s turn with frames still buffered: it reads no more until the
+ * next turn has run them. False when that cannot be arranged (no memory):
+ * then it keeps its turn. */
+static bool yield_turn(struct ruda_connection *c)
+{
+	struct ruda_session_context *ctx = c->session->ctx;
+	if (c->yielded)
+		return true;
+	if (!ctx->yield_idle) {
+		ctx->yield_idle = malloc(sizeof(*ctx->yield_idle));
+		if (!ctx->yield_idle)
+			return false;
+		uv_idle_init(ctx->loop, ctx->yield_idle);
+		ctx->yield_idle->data = ctx;
+	}
+	if (!ctx->yielded_tail)
+		ctx->yielded_tail = &ctx->yielded;
+	c->yielded = true;
+	c->yield_next = NULL;
+	ctx->turns_yielded++;
+	*ctx->yielded_tail = c;
+	ctx->yielded_tail = &c->yield_next;
+	set_poll(c, (c->poll_events & UV_WRITABLE) | UV_DISCONNECT);
+	uv_idle_start(ctx->yield_idle, on_yield_idle);
+	return true;
+}
+
+static void unyield(struct ruda_connection *c)
+{
+	struct ruda_session_context *ctx = c->session->ctx;
+	if (!c->yielded)
+		return;
+	struct ruda_connection **link = &ctx->yielded;
+	while (*link != c)
+		link = &(*link)->yield_next;
+	*link = c->yield_next;
+	if (ctx->yielded_tail == &c->yield_next)
+		ctx->yielded_tail = link;
+	c->yielded = false;
+	if (!ctx->yielded)
+		uv_idle_stop(ctx->yield_idle);
 }
 
 int ruda__connection_create(struct ruda_session_context *ctx, int fd, uint64_t id,
@@ -81,6 +182,7 @@ static void free_after_close(uv_handle_t *handle)
 void ruda__connection_end(struct ruda_session *s)
 {
 	struct ruda_connection *c = s->conn;
+	unyield(c);
 	ruda__session_detach(s);
 	ruda__collective_session_gone(s);
 	ruda__staging_release_all(s);
@@ -103,6 +205,11 @@ void ruda__connection_tick(struct ruda_session_context *ctx)
 
 void ruda__connection_context_finish(struct ruda_session_context *ctx)
 {
+	if (ctx->yield_idle) {
+		uv_idle_stop(ctx->yield_idle);
+		uv_close((uv_handle_t *)ctx->yield_idle, ruda__session_free_closed);
+		ctx->yield_idle = NULL;
+	}
 	ruda__collective_finish(ctx);
 	ruda__session_arenas_finish(ctx);
 	ruda__session_context_finish(ctx);
@@ -119,7 +226,8 @@ static void process_frames(struct ruda_connection *c);
 
 void ruda__connection_resume(struct ruda_connection *c)
 {
-	set_poll(c, ruda__frame_writer_pending(&c->out) ? UV_WRITABLE : UV_READABLE);
+	if (!c->yielded)
+		set_poll(c, reading_events(c));
 	process_frames(c); /* those already received come first */
 }
 
@@ -144,7 +252,7 @@ void ruda__reply_flush(struct ruda_connection *c)
 			ruda__session_kill(s);
 			return;
 		}
-		set_poll(c, s->throttled ? UV_DISCONNECT : UV_READABLE);
+		set_poll(c, s->throttled || c->yielded ? UV_DISCONNECT : UV_READABLE);
 	} else if (err == -EAGAIN) {
 		if (ruda__frame_writer_pending(&c->out) > s->ctx->max_output) {
 			log_warn("session %llu (uid %u, pid %d): %zu reply bytes unread; disconnecting",
@@ -226,13 +334,19 @@ void ruda__reply_status(struct ruda_connection *c, uint64_t request, ruda_status
 
 /* Run the complete frames buffered while the session takes them (it stops
  * taking them when its streams have as much GPU work in flight as one
- * client may have, or another holds the device alone). */
+ * client may have, or another holds the device alone), up to the frame
+ * budget: then the rest wait for the connection's next turn. */
 static void process_frames(struct ruda_connection *c)
 {
 	struct ruda_session *s = c->session;
+	uint32_t budget = frame_budget(s->ctx), ran = 0;
 	struct ruda_frame frame;
 	int r;
 	while (ruda__session_takes_frame(s)) {
+		if (budget && ran == budget && ruda__frame_reader_pending(&c->in) &&
+		    yield_turn(c))
+			break;
+		ran++;
 		if ((r = ruda__frame_reader_next(&c->in, &frame)) == 0)
 			break;
 		if (r < 0) {
@@ -265,6 +379,12 @@ static void connection_read(struct ruda_connection *c)
 		ruda__session_violation(s, "too many file descriptors or truncated control data");
 		return;
 	}
+	run_frames(c);
+}
+
+static void run_frames(struct ruda_connection *c)
+{
+	struct ruda_session *s = c->session;
 	process_frames(c);
 	/* fds come with their frame's first bytes: any left over once every
 	 * byte is a whole frame were claimed by none */

@@ -886,6 +886,67 @@ START_TEST(loop_busy_and_submits_counted)
 }
 END_TEST
 
+static unsigned long long turns_yielded(struct ctl_run *r, const struct test_daemon *d)
+{
+	CTL(r, d, "status", "--json", "--sample", "0");
+	expect_ok(r, "status --json");
+	struct flat *j = json_parse(r->out);
+	unsigned long long n = jnum(j, "daemon.turns_yielded");
+	json_free(j);
+	return n;
+}
+
+/* `n` launches of fill, each writing its index over the whole buffer, sent
+ * as one batch, then a sync: the buffer ends holding the last index only
+ * if every launch ran, in order. */
+static void fill_batch(ruda_client *c, ruda_kernel fill, ruda_handle buf, uint32_t words,
+		       uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t push[2] = {i, words};
+		ck_assert_int_eq(ruda_client_launch(c, fill, (ruda_count){1, 1, 1}, &buf, 1, push,
+						    sizeof(push)),
+				 RUDA_OK);
+	}
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	uint32_t back[64];
+	ck_assert_int_eq(ruda_client_read_one(c, buf, back), RUDA_OK);
+	for (uint32_t w = 0; w < words; w++)
+		ck_assert_uint_eq(back[w], n - 1);
+}
+
+/* A client alone runs its whole batch in one turn of the loop; beside
+ * another client it yields its turn every 8 requests, and its launches
+ * still all run, in order. */
+START_TEST(frame_budget_yields_turns)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	ruda_client *busy = test_connect(&d, "busy");
+	struct ctl_run *r = malloc(sizeof(*r));
+	ruda_handle buf;
+	ck_assert_int_eq(ruda_client_empty(busy, 64 * 4, &buf), RUDA_OK);
+	ruda_kernel fill = test_register(busy, "fill", 1, 8);
+	unsigned long long alone0 = turns_yielded(r, &d);
+	fill_batch(busy, fill, buf, 64, 200);
+	ck_assert_uint_eq(turns_yielded(r, &d), alone0);
+
+	ruda_client *other = test_connect(&d, "other");
+	unsigned long long shared0 = turns_yielded(r, &d);
+	fill_batch(busy, fill, buf, 64, 200);
+	ck_assert_uint_gt(turns_yielded(r, &d), shared0);
+	ck_assert_int_eq(ruda_client_sync(other), RUDA_OK);
+
+	CTL(r, &d, "status");
+	expect_ok(r, "status");
+	expect_in(r->out, " turns yielded");
+	free(r);
+	ruda_client_close(other);
+	ruda_client_close(busy);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(cleanup_drops_unused_pipelines)
 {
 	struct test_daemon d;
@@ -1219,6 +1280,7 @@ int main(void)
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);
 	tcase_add_test(tc, zero_fills_counted);
 	tcase_add_test(tc, loop_busy_and_submits_counted);
+	tcase_add_test(tc, frame_budget_yields_turns);
 	tcase_add_test(tc, drain_then_last_client_leaves);
 	tcase_add_test(tc, shutdown_stops_daemon);
 	tcase_add_test(tc, non_admin_refused);
