@@ -279,7 +279,7 @@ static double latency(const char *socket, uint32_t iterations, double seconds)
  * vkQueueSubmit calls, and when it was asked. */
 struct loop_sample {
 	double t;
-	uint64_t loop_busy_ns, queue_submits, submit_ns;
+	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -291,6 +291,7 @@ static struct loop_sample loop_sample(const char *socket)
 		.loop_busy_ns = st->loop_busy_ns,
 		.queue_submits = st->devices[0]->queue_submits,
 		.submit_ns = st->devices[0]->submit_ns,
+		.turns_yielded = st->turns_yielded,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -309,7 +310,8 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 	if (submits)
 		printf(", %.1f us per submit",
 		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
-	printf("\n");
+	printf(", %.0f turns yielded/s\n",
+	       wall > 0 ? (double)(b->turns_yielded - a->turns_yielded) / wall : 0);
 }
 
 /* ---- the group ---------------------------------------------------------------- */
