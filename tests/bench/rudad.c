@@ -314,7 +314,7 @@ void bench_rudad_transfer_phases(struct bench_rudad_transfer *t, enum bench_ruda
 {
 	ruda_client *c = t->c;
 	struct ruda_transfer_counters a, b;
-	ruda_daemon_stats sa, sb;
+	ruda_daemon_stats sa = RUDA_DAEMON_STATS_INIT, sb = RUDA_DAEMON_STATS_INIT;
 	make_written_buffer(t);
 	ok(c, ruda_client_sync(c), "sync");
 	ok(c, ruda_client_daemon_stats(c, &sa), "daemon_stats");
