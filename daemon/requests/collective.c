@@ -359,7 +359,7 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 	struct ruda_device *devices[n];
 	for (uint32_t i = 0; i < n; i++)
 		devices[i] = s->ctx->devices[set[i]];
-	if (a->size && n > 1 && ruda__collective_peer_plan(op, devices)) {
+	if (a->size && ruda__collective_peer_plan(op, devices)) {
 		/* each src waits in a device buffer of its own device */
 	} else if (a->size && n && a->size <= UINT64_MAX / n) {
 		op->staging = ruda__host_staging_cached(a->size * n, devices, n);

@@ -77,6 +77,8 @@ static struct ruda_collectives *registry_of(struct collective_op *op)
 static const char *refusal(const struct collective_op *op, struct ruda_device **devices)
 {
 	const char *why = NULL;
+	if (op->n < 2)
+		return "one device";
 	if (op->ctx->peer_reduce == RUDA_PEER_REDUCE_OFF)
 		return "peer_reduce = off";
 	if (!ruda__combine_supports(op->elem, op->reduce))
