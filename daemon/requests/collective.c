@@ -455,12 +455,18 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		struct ruda_buffer *tmp = NULL;
 		struct op_waiter *w = calloc(1, sizeof(*w));
 		VkBufferCopy region = {.srcOffset = a->src_offset, .dstOffset = 0, .size = op->size};
-		ruda_status made = w ? ruda__buffer_create(s->device, op->size, &tmp)
-				     : RUDA_ERROR_OUT_OF_MEMORY;
+		/* or, one chunk on the device path, straight into its window */
+		struct ruda_ref *hold = NULL;
+		VkBuffer into = op->peer ? ruda__collective_peer_direct(op, (uint32_t)i, &hold)
+					 : VK_NULL_HANDLE;
+		ruda_status made = !w	 ? RUDA_ERROR_OUT_OF_MEMORY
+				   : into ? RUDA_OK
+					  : ruda__buffer_create(s->device, op->size, &tmp);
 		if (made == RUDA_OK) {
 			ruda__stream_note_use(s->current, src); /* the copy may submit */
-			made = ruda__stream_copy_regions(s->current, src->vk, tmp->vk, &region, 1,
-							 &src->ref, &tmp->ref);
+			made = ruda__stream_copy_regions(s->current, src->vk, tmp ? tmp->vk : into,
+							 &region, 1, &src->ref,
+							 tmp ? &tmp->ref : hold);
 		}
 		if (made != RUDA_OK) {
 			free(w);

@@ -112,7 +112,13 @@ void ruda__collective_staging_made(struct ruda_host_staging *st, void *data);
  * copies; 1 with op->peer made (its windows taken), 0 for host staging
  * (the log says why). */
 int ruda__collective_peer_plan(struct collective_op *op, struct ruda_device **devices);
-/* A member's src is in its tmp: once all are, the chunks start. The caller
+/* Where member i's src goes on its stream instead of a tmp: for a call of
+ * one chunk, straight into the member's window (*hold its reference, for
+ * the copy to keep); VK_NULL_HANDLE for a tmp (member 0's is the
+ * accumulator). */
+VkBuffer ruda__collective_peer_direct(struct collective_op *op, uint32_t i,
+				      struct ruda_ref **hold);
+/* A member's src is in its tmp (or window): once all are, the chunks start. The caller
  * holds `op` (it may be done when this returns). */
 void ruda__collective_peer_ready(struct collective_op *op);
 /* The call failed: drop its windows and tmps now (submissions in flight

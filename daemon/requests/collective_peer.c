@@ -4,7 +4,8 @@
  * kernel instead of host staging. Member 0 (the lowest device) reduces.
  * Each member's src is first copied on its stream into a buffer of the
  * daemon's on its device (`tmp`, as the host path does while its staging
- * is made: later work on the stream cannot change it); member 0's is the
+ * is made: later work on the stream cannot change it), or, for a call of
+ * one chunk, straight into the member's window; member 0's is the
  * accumulator. Then, a chunk at a time, through a window per other member
  * (memory/peer_window.h, from member j's device into member 0's, two
  * chunks):
@@ -167,6 +168,16 @@ int ruda__collective_peer_plan(struct collective_op *op, struct ruda_device **de
 	return 1;
 }
 
+VkBuffer ruda__collective_peer_direct(struct collective_op *op, uint32_t i,
+				      struct ruda_ref **hold)
+{
+	struct peer_reduce *pr = op->peer;
+	if (!i || pr->nchunks != 1 || !pr->windows[i])
+		return VK_NULL_HANDLE;
+	*hold = &pr->windows[i]->ref;
+	return pr->windows[i]->from.buffer;
+}
+
 void ruda__collective_peer_drop(struct collective_op *op)
 {
 	if (!op->peer)
@@ -267,6 +278,12 @@ static void send_in(struct peer_reduce *pr, uint32_t s)
 	for (uint32_t j = 1; j < op->n && !op->failed; j++) {
 		struct ruda_peer_window *win = pr->windows[j];
 		struct ruda_buffer *tmp = op->parts[j].tmp;
+		if (!tmp) {
+			/* one chunk: its stream copied src into the slot */
+			if (win->from.device)
+				win->from.device->stats.peer_bytes_out += len;
+			continue;
+		}
 		struct ruda_copy c = {
 			.src = tmp->vk,
 			.dst = win->from.buffer,
