@@ -76,6 +76,7 @@ enum ruda_config_key {
 	RUDA_CONFIG_EXPORT_MEMORY,
 	RUDA_CONFIG_QUEUES,
 	RUDA_CONFIG_LANES,
+	RUDA_CONFIG_PEER_REDUCE,
 	RUDA_CONFIG_MAX_MEMORY_PER_CLIENT,
 	RUDA_CONFIG_MAX_MEMORY_PER_UID,
 	RUDA_CONFIG_MAX_STAGING_PER_CLIENT,
@@ -149,6 +150,10 @@ struct ruda_config {
 	bool export_memory; /* buffers may be exported as fds (get_resource) */
 	uint32_t queues;    /* device queues to spread streams over; 0: all, up to 16 */
 	char *lanes; /* owned: "auto", "on" or "off"; NULL: auto (exec/lane.c) */
+	/* owned: "auto", "on" or "off"; NULL: auto (requests/collective_peer.c):
+	 * all-reduce between logical devices of one physical device by device
+	 * copies and a kernel rather than host staging */
+	char *peer_reduce;
 
 	uint64_t max_memory_per_client; /* bytes or RUDA_UNLIMITED */
 	uint64_t max_memory_per_uid;

@@ -60,6 +60,8 @@ const struct key_info ruda__config_keys[RUDA_CONFIG_NKEYS] = {
 	[RUDA_CONFIG_QUEUES] = {.name = "queues", .type = T_COUNT, .offset = F(queues),
 				.min = 0, .max = 16},
 	[RUDA_CONFIG_LANES] = {.name = "lanes", .type = T_SELECTOR, .offset = F(lanes)},
+	[RUDA_CONFIG_PEER_REDUCE] = {.name = "peer_reduce", .type = T_SELECTOR,
+				     .offset = F(peer_reduce)},
 	[RUDA_CONFIG_MAX_MEMORY_PER_CLIENT] = {.name = "max_memory_per_client", .type = T_MEMORY,
 					       .offset = F(max_memory_per_client),
 					       .reload = true},

@@ -240,6 +240,11 @@ static bool set_value(struct parser *p, struct ruda_config *c, enum ruda_config_
 			fail(p, "lanes: '%s' is not auto, on or off", value);
 			return false;
 		}
+		if (k == RUDA_CONFIG_PEER_REDUCE && strcmp(value, "auto") != 0 &&
+		    strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
+			fail(p, "peer_reduce: '%s' is not auto, on or off", value);
+			return false;
+		}
 		if (k == RUDA_CONFIG_DEVICES && !devices_list_ok(value)) {
 			fail(p, "devices: '%s' has an empty item (a list is "
 				"\"0,1\"; a device named twice is opened twice)", value);

@@ -24,6 +24,7 @@
 #include "common/spirv.h"
 
 struct ruda_device;
+struct ruda_combine;
 struct ruda_indirect;
 struct ruda_lanes;
 
@@ -198,6 +199,8 @@ struct ruda_device {
 	/* dynamic counts: made on first use and torn down by exec/indirect.c
 	 * (through a destroy listener); the device only keeps the pointer */
 	struct ruda_indirect *indirect;
+	/* all-reduce's combine kernel: likewise, by exec/combine.c */
+	struct ruda_combine *combine;
 	struct ruda_device_stats stats;
 	struct ruda_priority_state priority; /* scheduling (session.c, priority.c) */
 	/* called on the loop after completions were processed */

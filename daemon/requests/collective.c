@@ -128,6 +128,7 @@ void ruda__collective_maybe_free(struct collective_op *op)
 	for (uint32_t i = 0; i < op->n; i++)
 		if (op->parts[i].tmp)
 			ruda__buffer_put(op->parts[i].tmp);
+	ruda__collective_peer_free(op);
 	if (op->staging)
 		ruda__host_staging_put(op->staging);
 	struct ruda_collectives *c = op->ctx->collectives;
@@ -153,6 +154,12 @@ void ruda__collective_fail(struct collective_op *op, ruda_status status, const c
 	log_info("all-reduce over %u devices failed: %s", op->n, op->message);
 	for (uint32_t i = 0; i < op->n; i++)
 		ruda__collective_settle(op, i, status, op->message);
+	ruda__collective_peer_drop(op);
+}
+
+int ruda__collective_busy(const struct ruda_session_context *ctx)
+{
+	return ctx->collectives && ctx->collectives->peer_inflight;
 }
 
 /* ---- matching ------------------------------------------------------------ */
@@ -346,17 +353,15 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 	c->live++;
 	/* host memory imported into every device of the set: kept from an
 	 * earlier call, or made in the thread pool (meanwhile each src waits
-	 * in device memory) */
+	 * in device memory); or, between logical devices of one physical
+	 * device, none (collective_peer.c) */
 	op->ready = 1;
-	/* reduced by the host's CPUs, so through host memory even between
-	 * logical devices of one physical device (device copies would need
-	 * the reduction on a device) */
-	log_debug("all-reduce of %llu bytes over %u devices: through host staging",
-		  (unsigned long long)a->size, n);
-	if (a->size && n && a->size <= UINT64_MAX / n) {
-		struct ruda_device *devices[n];
-		for (uint32_t i = 0; i < n; i++)
-			devices[i] = s->ctx->devices[set[i]];
+	struct ruda_device *devices[n];
+	for (uint32_t i = 0; i < n; i++)
+		devices[i] = s->ctx->devices[set[i]];
+	if (a->size && ruda__collective_peer_plan(op, devices)) {
+		/* each src waits in a device buffer of its own device */
+	} else if (a->size && n && a->size <= UINT64_MAX / n) {
 		op->staging = ruda__host_staging_cached(a->size * n, devices, n);
 		if (!op->staging &&
 		    ruda__host_staging_make(s->ctx->loop, a->size * n, devices, n, ruda__collective_staging_made,
@@ -444,17 +449,24 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 				      "another for %llu bytes of type %u (%s)",
 				      mine, (unsigned long long)a->size, a->elem_type, op_names[a->op],
 				      (unsigned long long)op->size, op->elem, op_names[op->reduce]);
-	} else if (!op->ready) {
-		/* the staging is still being made: keep src's bytes, in order */
+	} else if (op->peer || !op->ready) {
+		/* the staging is still being made, or the device path reads
+		 * src a chunk at a time: keep src's bytes, in order */
 		struct ruda_buffer *tmp = NULL;
 		struct op_waiter *w = calloc(1, sizeof(*w));
 		VkBufferCopy region = {.srcOffset = a->src_offset, .dstOffset = 0, .size = op->size};
-		ruda_status made = w ? ruda__buffer_create(s->device, op->size, &tmp)
-				     : RUDA_ERROR_OUT_OF_MEMORY;
+		/* or, one chunk on the device path, straight into its window */
+		struct ruda_ref *hold = NULL;
+		VkBuffer into = op->peer ? ruda__collective_peer_direct(op, (uint32_t)i, &hold)
+					 : VK_NULL_HANDLE;
+		ruda_status made = !w	 ? RUDA_ERROR_OUT_OF_MEMORY
+				   : into ? RUDA_OK
+					  : ruda__buffer_create(s->device, op->size, &tmp);
 		if (made == RUDA_OK) {
 			ruda__stream_note_use(s->current, src); /* the copy may submit */
-			made = ruda__stream_copy_regions(s->current, src->vk, tmp->vk, &region, 1,
-							 &src->ref, &tmp->ref);
+			made = ruda__stream_copy_regions(s->current, src->vk, tmp ? tmp->vk : into,
+							 &region, 1, &src->ref,
+							 tmp ? &tmp->ref : hold);
 		}
 		if (made != RUDA_OK) {
 			free(w);
@@ -464,7 +476,8 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 					      "all-reduce: device %u: no memory to keep %llu bytes", mine,
 					      (unsigned long long)op->size);
 		} else {
-			s->device->stats.staged_bytes_out += op->size;
+			if (!op->peer)
+				s->device->stats.staged_bytes_out += op->size;
 			p->tmp = tmp;
 			w->base.done = ruda__collective_tmp_copied;
 			w->op = op;

@@ -15,6 +15,7 @@
 #include "common/handle_table.h"
 #include "device/device.h"
 
+struct peer_reduce;
 struct ruda_buffer;
 struct ruda_host_staging;
 struct ruda_session_context;
@@ -64,6 +65,9 @@ struct collective_op {
 	char message[256];
 	struct op_job *jobs;
 	uint32_t njobs, jobs_done;
+	/* every member a logical device of one physical device: device copies
+	 * and a kernel (collective_peer.c) instead of the staging; owned */
+	struct peer_reduce *peer;
 	struct part parts[];
 };
 
@@ -72,6 +76,9 @@ struct ruda_collectives {
 	struct ruda_handle_table members; /* session id -> struct member */
 	uv_timer_t *timer;
 	uint32_t live; /* ops not yet freed */
+	/* submissions of device-path ops in flight: a lost device is not torn
+	 * down before they are done (they may use memory it lent) */
+	uint32_t peer_inflight;
 	int closing;
 };
 
@@ -99,5 +106,25 @@ void ruda__collective_copied(struct ruda_waiter *base, int status);
 void ruda__collective_tmp_copied(struct ruda_waiter *base, int status);
 /* the host staging of the call is made (or NULL: failed) */
 void ruda__collective_staging_made(struct ruda_host_staging *st, void *data);
+
+/* collective_peer.c: the device path */
+/* Whether the call (size, type, op and device set known) goes by device
+ * copies; 1 with op->peer made (its windows taken), 0 for host staging
+ * (the log says why). */
+int ruda__collective_peer_plan(struct collective_op *op, struct ruda_device **devices);
+/* Where member i's src goes on its stream instead of a tmp: for a call of
+ * one chunk, straight into the member's window (*hold its reference, for
+ * the copy to keep); VK_NULL_HANDLE for a tmp (member 0's is the
+ * accumulator). */
+VkBuffer ruda__collective_peer_direct(struct collective_op *op, uint32_t i,
+				      struct ruda_ref **hold);
+/* A member's src is in its tmp (or window): once all are, the chunks start. The caller
+ * holds `op` (it may be done when this returns). */
+void ruda__collective_peer_ready(struct collective_op *op);
+/* The call failed: drop its windows and tmps now (submissions in flight
+ * hold what they use), so that nothing of a device that may be going
+ * waits for the call's end. */
+void ruda__collective_peer_drop(struct collective_op *op);
+void ruda__collective_peer_free(struct collective_op *op);
 
 #endif

@@ -192,7 +192,9 @@ void ruda__collective_tmp_copied(struct ruda_waiter *base, int status)
 	else if (op->ctx->collectives->closing)
 		ruda__collective_fail(op, RUDA_ERROR_DISCONNECTED, "rudad is shutting down");
 	op->parts[w->part].tmp_ready = 1;
-	if (!op->failed && op->ready)
+	if (!op->failed && op->peer)
+		ruda__collective_peer_ready(op);
+	else if (!op->failed && op->ready)
 		stage_tmp(op, w->part);
 	free(w);
 	ruda__collective_maybe_free(op);

@@ -107,6 +107,14 @@ struct ruda_session_context {
 	void *hook_data;
 	int draining; /* drain() has been called */
 	struct ruda_collectives *collectives; /* owned by collective.c; NULL: none yet */
+	/* rudad.conf peer_reduce: all-reduce between logical devices of one
+	 * physical device by device copies and a kernel (collective_peer.c) on
+	 * devices other than CPUs (auto), everywhere (on), never (off) */
+	enum ruda_peer_reduce {
+		RUDA_PEER_REDUCE_AUTO,
+		RUDA_PEER_REDUCE_ON,
+		RUDA_PEER_REDUCE_OFF,
+	} peer_reduce;
 	/* Re-create device `index` after it was lost (daemon/server/recovery.c), set
 	 * by whoever owns the devices; NULL: a lost device stays lost. Called
 	 * at the end of a loop iteration; returns 0 when done, -EAGAIN to be

@@ -583,6 +583,10 @@ int main(int argc, char **argv)
 	d.server.ctx.shutdown = admin_shutdown;
 	d.server.ctx.hook_data = &d;
 	d.server.ctx.recreate_device = recreate_device;
+	d.server.ctx.peer_reduce =
+		!d.config.peer_reduce || !strcmp(d.config.peer_reduce, "auto") ? RUDA_PEER_REDUCE_AUTO
+		: !strcmp(d.config.peer_reduce, "on")				 ? RUDA_PEER_REDUCE_ON
+										 : RUDA_PEER_REDUCE_OFF;
 	/* test-only commands: never set by the service units */
 	const char *faults = getenv("RUDA_TEST_FAULTS");
 	d.server.ctx.test_faults = faults && strcmp(faults, "1") == 0;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
+#include "requests/collective.h"
 #include "requests/session.h"
 #include "requests/reply.h"
 #include "server/connection.h"
@@ -159,6 +160,11 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	 * device in the thread pool; their completion wakes the loop again */
 	if (slot->pipelines->compiling || (slot->saver && slot->saver->saving) ||
 	    ruda__arena_pool_busy(pool))
+		return -EAGAIN;
+	/* an all-reduce's copies or kernel on another device may still use
+	 * memory this one lent (a window, emptied with its device): they are
+	 * failed and end soon */
+	if (ruda__collective_busy(ctx))
 		return -EAGAIN;
 	int physical = physical_index(slot->vulkan, old);
 	if (physical < 0)

@@ -105,6 +105,7 @@ START_TEST(good_file)
 		"export_memory = no\n"
 		"queues = 4\n"
 		"lanes = on\n"
+		"peer_reduce = off\n"
 		"max_memory_per_client = 1GiB\n"
 		"max_memory_per_uid = unlimited\n"
 		"max_staging_per_client = 256M\n"
@@ -160,6 +161,7 @@ START_TEST(good_file)
 	ck_assert(!c.export_memory);
 	ck_assert_uint_eq(c.queues, 4);
 	ck_assert_str_eq(c.lanes, "on");
+	ck_assert_str_eq(c.peer_reduce, "off");
 	ck_assert_uint_eq(c.freed_memory_keep_ms, 250);
 	ck_assert(c.max_memory_per_client == 1ull << 30);
 	ck_assert(c.max_memory_per_uid == RUDA_UNLIMITED);
@@ -168,7 +170,7 @@ START_TEST(good_file)
 	ck_assert_uint_eq(c.nquotas, 2);
 	ck_assert(!c.quotas[0].is_group);
 	ck_assert_uint_eq(c.quotas[0].id, 1000);
-	ck_assert_uint_eq(c.quotas[0].line, 45);
+	ck_assert_uint_eq(c.quotas[0].line, 46);
 	ck_assert_uint_eq(c.max_priority, 3);
 	ck_assert_uint_eq(c.high_priority_users.count, 1);
 	ck_assert_uint_eq(c.high_priority_groups.count, 1);
@@ -299,6 +301,25 @@ START_TEST(lanes_values)
 	}
 	ck_assert_int_eq(parse(&c, "lanes = yes\n", &e), 1);
 	ck_assert(has_error(&e, "t.conf:1: ", "lanes: 'yes' is not auto, on or off"));
+	ruda__config_finish(&c);
+}
+END_TEST
+
+/* peer_reduce: the same three. */
+START_TEST(peer_reduce_values)
+{
+	struct ruda_config c;
+	struct errors e;
+	static const char *const good[] = {"auto", "on", "off"};
+	for (size_t i = 0; i < 3; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "peer_reduce = %s\n", good[i]);
+		ck_assert_int_eq(parse(&c, line, &e), 0);
+		ck_assert_str_eq(c.peer_reduce, good[i]);
+		ruda__config_finish(&c);
+	}
+	ck_assert_int_eq(parse(&c, "peer_reduce = gpu\n", &e), 1);
+	ck_assert(has_error(&e, "t.conf:1: ", "peer_reduce: 'gpu' is not auto, on or off"));
 	ruda__config_finish(&c);
 }
 END_TEST
@@ -515,6 +536,7 @@ int main(void)
 	tcase_add_test(tc, good_file);
 	tcase_add_test(tc, bad_file);
 	tcase_add_test(tc, lanes_values);
+	tcase_add_test(tc, peer_reduce_values);
 	tcase_add_test(tc, device_lists);
 	tcase_add_test(tc, long_lines_and_nul);
 	tcase_add_test(tc, sizes);
