@@ -285,8 +285,12 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		d->get_memory_fd =
 			(PFN_vkGetMemoryFdKHR)vkGetDeviceProcAddr(d->vk, "vkGetMemoryFdKHR");
 	{
+		VkPhysicalDeviceFloatControlsProperties fc = {
+			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
+		};
 		VkPhysicalDeviceIDProperties id = {
 			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+			.pNext = &fc,
 		};
 		VkPhysicalDeviceProperties2 id_query = {
 			.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -295,6 +299,7 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		vkGetPhysicalDeviceProperties2(d->physical, &id_query);
 		memcpy(d->device_uuid, id.deviceUUID, VK_UUID_SIZE);
 		memcpy(d->driver_uuid, id.driverUUID, VK_UUID_SIZE);
+		d->keeps_f32_subnormals = fc.shaderDenormPreserveFloat32;
 	}
 	return 0;
 }

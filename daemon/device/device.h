@@ -135,6 +135,9 @@ struct ruda_device {
 	const char *export_off;
 	uint8_t device_uuid[VK_UUID_SIZE];  /* importers must match both */
 	uint8_t driver_uuid[VK_UUID_SIZE];
+	/* shaderDenormPreserveFloat32: a kernel may keep f32 subnormals as
+	 * the host does (exec/combine.c) */
+	bool keeps_f32_subnormals;
 
 	VkCommandPool command_pool; /* loop thread only */
 	VkPipelineCache pipeline_cache;

@@ -39,21 +39,6 @@ static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 	combine_destroy(d, c);
 }
 
-/* Whether the device keeps f32 subnormals when a kernel asks it to (the
- * host's loop does): without, a sum of subnormals could differ. */
-static bool keeps_subnormals(struct ruda_device *d)
-{
-	VkPhysicalDeviceFloatControlsProperties fc = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES,
-	};
-	VkPhysicalDeviceProperties2 props2 = {
-		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-		.pNext = &fc,
-	};
-	vkGetPhysicalDeviceProperties2(d->physical, &props2);
-	return fc.shaderDenormPreserveFloat32;
-}
-
 static struct ruda_combine *create(struct ruda_device *d, const char **why)
 {
 	struct ruda_combine *c = calloc(1, sizeof(*c));
@@ -61,7 +46,8 @@ static struct ruda_combine *create(struct ruda_device *d, const char **why)
 		*why = "out of memory";
 		return NULL;
 	}
-	c->keeps_subnormals = keeps_subnormals(d);
+	/* the host's loop keeps f32 subnormals: without, a sum of them could differ */
+	c->keeps_subnormals = d->keeps_f32_subnormals;
 	struct ruda_pipeline_source src = {
 		.spirv = c->keeps_subnormals ? combine_subnormals_spirv : combine_spirv,
 		.spirv_size = c->keeps_subnormals ? sizeof(combine_subnormals_spirv)
