@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "memory/buffer_limits.h"
+#include "memory/peer_window.h"
 #include "device/device.h"
 #include "common/log.h"
 
@@ -25,11 +26,41 @@ static void buffer_destroy(struct ruda_ref *ref)
 {
 	struct ruda_buffer *b = (struct ruda_buffer *)ref;
 	struct ruda_device *d = b->device;
-	vkDestroyBuffer(d->vk, b->vk, NULL);
-	ruda__memory_free(&d->allocator, &b->memory);
+	if (b->window) {
+		ruda__peer_window_put(b->window); /* its buffer and memory */
+	} else {
+		vkDestroyBuffer(d->vk, b->vk, NULL);
+		ruda__memory_free(&d->allocator, &b->memory);
+	}
 	d->stats.bytes -= b->allocated;
 	d->stats.buffers--;
 	free(b);
+}
+
+ruda_status ruda__buffer_from_window(struct ruda_peer_window *window, uint64_t size,
+				     struct ruda_buffer **out)
+{
+	struct ruda_device *d = window->to.device;
+	uint64_t vk_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+	if (!d || !window->to.buffer || vk_size > window->size)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	struct ruda_buffer *b = calloc(1, sizeof(*b));
+	if (!b)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	ruda__peer_window_lend(window);
+	*b = (struct ruda_buffer){
+		.device = d,
+		.vk = window->to.buffer,
+		.window = window,
+		.size = size,
+		.vk_size = vk_size,
+		.allocated = window->size,
+	};
+	ruda_ref_init(&b->ref, buffer_destroy);
+	d->stats.bytes += b->allocated;
+	d->stats.buffers++;
+	*out = b;
+	return RUDA_OK;
 }
 
 ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct ruda_buffer **out)

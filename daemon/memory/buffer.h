@@ -15,12 +15,16 @@
 
 struct ruda_device;
 struct ruda_stream;
+struct ruda_peer_window;
 
 struct ruda_buffer {
 	struct ruda_ref ref;
 	struct ruda_device *device; /* borrowed */
 	VkBuffer vk;
 	struct ruda_allocation memory;
+	/* or: memory another logical device of the GPU lent (owned reference;
+	 * `vk` is then the window's, memory unused) */
+	struct ruda_peer_window *window;
 	uint64_t size;      /* requested bytes */
 	uint64_t vk_size;   /* VkBufferCreateInfo::size: an importer's buffer repeats it */
 	uint64_t allocated; /* bytes of device memory reserved for it */
@@ -49,6 +53,14 @@ ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
  * exportable (device.h: export_off NULL): created with
  * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
  * dedicated to them. */
+/* A buffer of `size` bytes on the window's `to` device made of the
+ * window's memory (peer_window.h), which is lent to it: no allocation, and
+ * a copy into the window's `from` side on the other device fills it. The
+ * caller's reference moves to the buffer. RUDA_OK or
+ * RUDA_ERROR_OUT_OF_MEMORY (the reference is then the caller's still). */
+ruda_status ruda__buffer_from_window(struct ruda_peer_window *window, uint64_t size,
+				     struct ruda_buffer **out);
+
 /* What buffers the device may hold (buffer_limits.h), and the largest. */
 struct ruda_buffer_limits ruda__buffer_limits_of(const struct ruda_device *device);
 uint64_t ruda__buffer_largest(const struct ruda_device *device);

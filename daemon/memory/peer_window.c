@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <uv.h>
+
 #include "common/log.h"
 
 /* Window sizes are powers of two from this, so that nearby sizes share one. */
@@ -20,9 +22,12 @@ static struct {
 	unsigned n;
 	uint64_t bytes; /* of the kept ones */
 	bool closed;
-	uint64_t live_bytes; /* of every window not yet destroyed */
+	uint64_t live_bytes; /* of every window not yet destroyed, nor lent */
 	uint32_t live;
+	uv_timer_t *timer; /* ages the kept ones */
 } cache;
+
+static void arm_timer(uv_loop_t *loop);
 
 bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_device *to,
 			 const char **why)
@@ -44,18 +49,12 @@ bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_devic
 	return !no;
 }
 
-/* Free what the window holds on its devices (once: the sides are cleared). */
-static void empty(struct ruda_peer_window *w)
+/* Free what the window holds on `from`: its buffer there and the exported
+ * memory (an importer keeps the memory itself alive). */
+static void empty_from(struct ruda_peer_window *w)
 {
-	struct ruda_device *from = w->from.device, *to = w->to.device;
+	struct ruda_device *from = w->from.device;
 	ruda__device_listener_remove(&w->from.gone);
-	ruda__device_listener_remove(&w->to.gone);
-	if (to) {
-		if (w->to.buffer)
-			vkDestroyBuffer(to->vk, w->to.buffer, NULL);
-		if (w->imported)
-			vkFreeMemory(to->vk, w->imported, NULL);
-	}
 	if (from) {
 		if (w->from.buffer)
 			vkDestroyBuffer(from->vk, w->from.buffer, NULL);
@@ -63,16 +62,32 @@ static void empty(struct ruda_peer_window *w)
 			ruda__memory_free(&from->allocator, &w->memory);
 	}
 	w->from = (struct ruda_peer_side){.window = w};
+	w->memory = (struct ruda_allocation){0};
+}
+
+/* Free what the window holds on its devices (once: the sides are cleared). */
+static void empty(struct ruda_peer_window *w)
+{
+	struct ruda_device *to = w->to.device;
+	ruda__device_listener_remove(&w->to.gone);
+	if (to) {
+		if (w->to.buffer)
+			vkDestroyBuffer(to->vk, w->to.buffer, NULL);
+		if (w->imported)
+			vkFreeMemory(to->vk, w->imported, NULL);
+	}
 	w->to = (struct ruda_peer_side){.window = w};
 	w->imported = VK_NULL_HANDLE;
-	w->memory = (struct ruda_allocation){0};
+	empty_from(w);
 }
 
 static void really_destroy(struct ruda_peer_window *w)
 {
 	empty(w);
-	cache.live_bytes -= w->size;
-	cache.live--;
+	if (!w->lent) {
+		cache.live_bytes -= w->size;
+		cache.live--;
+	}
 	free(w);
 }
 
@@ -86,13 +101,17 @@ static void uncache(unsigned i)
 }
 
 /* Either device is going (shut down or lost): the window goes empty; a
- * kept one goes altogether. */
+ * kept one goes altogether. A window lent as a buffer of `to` keeps that
+ * buffer when `from` goes: the import holds the memory. */
 static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 {
-	(void)d;
 	struct ruda_peer_side *side =
 		(struct ruda_peer_side *)((char *)l - offsetof(struct ruda_peer_side, gone));
 	struct ruda_peer_window *w = side->window;
+	if (w->lent && d == w->from.device) {
+		empty_from(w);
+		return;
+	}
 	for (unsigned i = 0; i < cache.n; i++)
 		if (cache.entries[i] == w) {
 			uncache(i);
@@ -102,10 +121,54 @@ static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 	empty(w);
 }
 
+/* Kept windows go as freed pages do (allocator.h, keep_for_ns): an idle
+ * daemon holds no more device memory than its buffers. */
+static void on_age_timer(uv_timer_t *timer)
+{
+	uint64_t now = uv_hrtime();
+	for (unsigned i = cache.n; i-- > 0;)
+		if (cache.entries[i]->kept_until_ns <= now) {
+			struct ruda_peer_window *w = cache.entries[i];
+			uncache(i);
+			really_destroy(w);
+		}
+	if (cache.n)
+		arm_timer(timer->loop);
+}
+
+static void arm_timer(uv_loop_t *loop)
+{
+	if (!cache.timer) {
+		cache.timer = malloc(sizeof(*cache.timer));
+		if (!cache.timer || uv_timer_init(loop, cache.timer) < 0) {
+			free(cache.timer);
+			cache.timer = NULL;
+			return;
+		}
+		uv_unref((uv_handle_t *)cache.timer);
+	}
+	uint64_t next = UINT64_MAX, now = uv_hrtime();
+	for (unsigned i = 0; i < cache.n; i++)
+		if (cache.entries[i]->kept_until_ns < next)
+			next = cache.entries[i]->kept_until_ns;
+	uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
+	uv_timer_start(cache.timer, on_age_timer, ms, 0);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
 static void window_released(struct ruda_ref *ref)
 {
 	struct ruda_peer_window *w = (struct ruda_peer_window *)ref;
-	if (cache.closed || !w->from.device || w->size > RUDA_PEER_CACHE_BYTES) {
+	if (w->lent) { /* back from the buffer it was lent as */
+		w->lent = false;
+		cache.live_bytes += w->size;
+		cache.live++;
+	}
+	if (cache.closed || !w->from.device || !w->to.device || w->size > RUDA_PEER_CACHE_BYTES) {
 		really_destroy(w);
 		return;
 	}
@@ -116,13 +179,26 @@ static void window_released(struct ruda_ref *ref)
 		really_destroy(old);
 	}
 	ruda_ref_init(&w->ref, window_released);
+	w->kept_until_ns = uv_hrtime() + w->from.device->allocator.keep_for_ns;
 	cache.entries[cache.n++] = w;
 	cache.bytes += w->size;
+	arm_timer(w->from.device->async.loop);
+}
+
+void ruda__peer_window_lend(struct ruda_peer_window *w)
+{
+	w->lent = true;
+	cache.live_bytes -= w->size;
+	cache.live--;
 }
 
 void ruda__peer_window_cache_clear(void)
 {
 	cache.closed = true;
+	if (cache.timer) {
+		uv_close((uv_handle_t *)cache.timer, timer_closed);
+		cache.timer = NULL;
+	}
 	while (cache.n) {
 		struct ruda_peer_window *w = cache.entries[0];
 		uncache(0);

@@ -20,9 +20,11 @@
 #include "device/device.h"
 
 /* Idle windows kept for reuse, in all: their device memory counts here
- * (ruda__peer_window_bytes), not among the devices' buffers. */
+ * (ruda__peer_window_bytes), not among the devices' buffers (a window lent
+ * as a buffer counts as that buffer while it is). Kept no longer than the
+ * allocator keeps freed pages (freed_memory_keep_ms). */
 #define RUDA_PEER_CACHE_ENTRIES 4u
-#define RUDA_PEER_CACHE_BYTES (512ull << 20)
+#define RUDA_PEER_CACHE_BYTES (2ull << 30)
 
 struct ruda_peer_window;
 
@@ -40,6 +42,8 @@ struct ruda_peer_window {
 	struct ruda_allocation memory; /* on from.device, exportable and dedicated */
 	VkDeviceMemory imported;       /* the same memory, in to.device */
 	struct ruda_peer_side from, to;
+	bool lent;           /* to's side is a buffer (ruda__buffer_from_window) */
+	uint64_t kept_until_ns; /* uv_hrtime(): kept for reuse until then */
 };
 
 /* Whether `from` can lend memory to `to` this way: two logical devices of
@@ -56,6 +60,11 @@ bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_devic
  * possible, -ENOMEM, -EIO when the driver refused the export or import. */
 int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint64_t size,
 			  struct ruda_peer_window **out);
+
+/* Lend `window` (the caller's reference) to a buffer of its `to` device:
+ * it is that buffer's memory until released, then kept for reuse as any
+ * other. If `from` goes meanwhile, the buffer keeps the memory. */
+void ruda__peer_window_lend(struct ruda_peer_window *window);
 
 /* Destroy the windows kept for reuse; later releases destroy at once (at
  * shutdown, before the devices go). */

@@ -252,6 +252,35 @@ static ruda_status try_window(struct to_client_waiter *w, struct ruda_device *fr
 	return ruda__buffer_create(from, packed, &w->tmp);
 }
 
+/* From this size a new buffer between two logical devices of one GPU is a
+ * lent window: a window is a dedicated allocation, and smaller buffers
+ * share pages (drivers bound the count of allocations). */
+#define LEND_MIN (1ull << 20)
+
+/* Two logical devices of one physical device, and at least LEND_MIN whole
+ * words: the new buffer is a window of the source's memory lent to the
+ * target, so one device copy on the source's stream fills it and nothing
+ * runs on the target (the window's memory stays the target's buffer if the
+ * source device goes). Leaves w->dst NULL when not (the caller makes a
+ * buffer of the target's own). */
+static void try_lent_window(struct to_client_waiter *w, struct ruda_device *from,
+			    struct ruda_device *to, uint64_t packed)
+{
+	struct ruda_peer_window *window;
+	if (has_tail(packed) || packed < LEND_MIN ||
+	    !ruda__peer_possible(from, to, NULL) ||
+	    ruda__peer_window_get(from, to, packed, &window) < 0)
+		return;
+	if (ruda__buffer_from_window(window, packed, &w->dst) != RUDA_OK) {
+		ruda__peer_window_put(window);
+		w->dst = NULL;
+		return;
+	}
+	log_debug("to_client %llu bytes, device %u -> %u: into a %llu-byte window lent as the "
+		  "new buffer", (unsigned long long)packed, from->index, to->index,
+		  (unsigned long long)window->size);
+}
+
 /* The copy regions of the request, packed in row-major order from 0:
  * one for plain bytes, one per row (or element) of a strided tensor.
  * Returns the count, or 0 with `why` set. */
@@ -406,11 +435,14 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		.target_handle = t->target_handle,
 		.size = packed,
 	};
-	st = ruda__buffer_create(target->device, packed ? packed : 1, &w->dst);
+	if (target->device != s->device)
+		try_lent_window(w, s->device, target->device, packed);
+	int lent = w->dst != NULL;
+	st = lent ? RUDA_OK : ruda__buffer_create(target->device, packed ? packed : 1, &w->dst);
 	struct ruda_device *devices[2] = {s->device, target->device};
-	if (st == RUDA_OK && target->device != s->device)
+	if (st == RUDA_OK && target->device != s->device && !lent)
 		st = try_window(w, s->device, target->device, packed);
-	if (st == RUDA_OK && target->device != s->device && !w->window) {
+	if (st == RUDA_OK && target->device != s->device && !w->window && !lent) {
 		/* host memory imported into both devices: kept from an earlier
 		 * transfer, or made in the thread pool while the bytes wait in
 		 * device memory (an import must not stall the loop) */
@@ -427,7 +459,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	}
 	VkBuffer into = VK_NULL_HANDLE;
 	if (st == RUDA_OK) {
-		into = w->tmp	     ? w->tmp->vk
+		into = lent	     ? w->dst->window->from.buffer
+		       : w->tmp	     ? w->tmp->vk
 		       : w->window  ? w->window->from.buffer
 		       : w->staging ? ruda__host_staging_buffer(w->staging, s->device)
 				    : w->dst->vk;
@@ -455,7 +488,7 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		return;
 	}
 	s->usage.bytes_downloaded += packed;
-	if (w->window)
+	if (w->window || lent)
 		s->device->stats.peer_bytes_out += packed;
 	else if (target->device != s->device)
 		s->device->stats.staged_bytes_out += packed;

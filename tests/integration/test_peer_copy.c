@@ -6,6 +6,7 @@
  * and a client killed in the middle of a transfer. rudad logs at debug
  * level which path each transfer took; rudactl counts the bytes of each. */
 #include <check.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,16 @@ static ruda_client *connect_to(const struct test_daemon *d, uint32_t index)
 
 static void start(const char *extra)
 {
+	static char admin[160];
+	struct group *g = getgrgid(getegid());
+	ck_assert_ptr_nonnull(g);
+	snprintf(admin, sizeof(admin), "admin_group=%s", g->gr_name);
 	setenv("RUDA_PEER_CHUNK", "65536", 1);
-	const char *args[] = {"--device", "0,0", "--set", "log_level=debug",
+	setenv("RUDA_TEST_FAULTS", "1", 1); /* test_inject_device_loss */
+	const char *args[] = {"--device", "0,0", "--set", "log_level=debug", "--set", admin,
 			      extra ? "--set" : NULL, extra, NULL};
 	test_daemon_start(&daemon_, args);
+	unsetenv("RUDA_TEST_FAULTS");
 	for (uint32_t i = 0; i < 2; i++)
 		clients[i] = connect_to(&daemon_, i);
 }
@@ -200,6 +207,82 @@ START_TEST(to_client_keeps_stream_order)
 }
 END_TEST
 
+/* From 1 MiB of whole words the new buffer is a window of the source's
+ * memory lent to the target: one copy, no chunks; released, the window is
+ * kept for the next; the source's later writes do not reach it. */
+START_TEST(to_client_into_lent_window)
+{
+	static const size_t lent[] = {1u << 20, (3u << 20) + 4, 8u << 20};
+	for (size_t i = 0; i < 3; i++) {
+		check_to_client(clients[0], clients[1], lent[i], i + 1);
+		check_to_client(clients[1], clients[0], lent[i], i + 100);
+	}
+	ck_assert_int_eq(log_count("lent as the new buffer"), 6);
+	ck_assert_int_eq(log_count("-byte chunks"), 0);
+	/* one byte short of whole words: a buffer of the target's own */
+	check_to_client(clients[0], clients[1], (1u << 20) + 3, 7);
+	ck_assert_int_eq(log_count("lent as the new buffer"), 6);
+	ck_assert_uint_le(ctl_sum("peer_windows"), 4);
+	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
+
+	size_t size = 2u << 20;
+	uint8_t *data = malloc(size), *back = malloc(size), *other = malloc(size);
+	test_fill_random(data, size, 11);
+	test_fill_random(other, size, 12);
+	ruda_handle src, dst;
+	ck_assert_int_eq(ruda_client_create(clients[0], data, size, &src), RUDA_OK);
+	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_write(clients[0], src, 0, other, size), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, size), 0);
+	/* and the target writes its own bytes into it */
+	ck_assert_int_eq(ruda_client_write(clients[1], dst, 4096, other, 4096), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, 4096), 0);
+	ck_assert_int_eq(memcmp(back + 4096, other, 4096), 0);
+	ck_assert_int_eq(memcmp(back + 8192, data + 8192, size - 8192), 0);
+	free(data);
+	free(back);
+	free(other);
+}
+END_TEST
+
+/* The source device lost while the target holds a buffer lent from its
+ * memory: the target's buffer keeps its bytes (the import holds the
+ * memory), and everything goes once it is released. */
+START_TEST(lent_window_outlives_its_source_device)
+{
+	size_t size = 4u << 20;
+	uint8_t *data = malloc(size), *back = malloc(size);
+	test_fill_random(data, size, 21);
+	ruda_handle src, dst;
+	ck_assert_int_eq(ruda_client_create(clients[0], data, size, &src), RUDA_OK);
+	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+	ck_assert_int_eq(log_count("lent as the new buffer"), 1);
+	uint32_t closed = 0;
+	ck_assert_int_eq(test_inject_device_loss(&daemon_, 0, &closed), RUDA_OK);
+	ck_assert_uint_ge(closed, 1);
+	ruda_client_close(clients[0]);
+	clients[0] = NULL;
+	memset(back, 0, size);
+	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, size), 0);
+	ck_assert_int_eq(ruda_client_release(clients[1], dst), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+	ck_assert_uint_eq(test_wait_for_stats(clients[1], 1, 0).device_bytes, 0);
+	/* the re-created device 0 lends again */
+	clients[0] = connect_to(&daemon_, 0);
+	check_to_client(clients[0], clients[1], size, 22);
+	ck_assert_int_eq(log_count("lent as the new buffer"), 2);
+	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
+	free(data);
+	free(back);
+}
+END_TEST
+
 /* all-reduce between the two against a CPU reference (sums of small
  * integers: exact in any order), sizes around the chunk; it goes through
  * host staging (the reduction runs on the host) and says so. */
@@ -266,15 +349,18 @@ static int transfer_forever(ruda_client *c, void *arg)
 {
 	const struct test_daemon *d = arg;
 	ruda_client *other = connect_to(d, 1);
-	size_t size = 8u << 20; /* 128 chunks each way */
+	/* in turns: into a lent window, and in 128 chunks each way (not whole
+	 * words) */
+	size_t size = (8u << 20) + 3;
 	uint8_t *data = malloc(size);
 	test_fill_random(data, size, 3);
-	ruda_handle src, dst;
-	if (ruda_client_create(c, data, size, &src) != RUDA_OK)
+	ruda_handle src[2], dst;
+	if (ruda_client_create(c, data, size, &src[0]) != RUDA_OK ||
+	    ruda_client_create(c, data, size - 3, &src[1]) != RUDA_OK)
 		return 1;
 	test_fork_ready();
-	for (;;) {
-		if (ruda_client_to_client(c, src, other, RUDA_ELEM_U8, &dst) != RUDA_OK)
+	for (unsigned i = 0;; i++) {
+		if (ruda_client_to_client(c, src[(i + 1) & 1], other, RUDA_ELEM_U8, &dst) != RUDA_OK)
 			return 1;
 		ruda_client_release(other, dst);
 	}
@@ -295,6 +381,7 @@ START_TEST(killed_midway_leaves_nothing)
 		ck_assert_uint_eq(s.device_bytes, 0);
 	}
 	ck_assert_int_ge(log_count("65536-byte chunks"), 1);
+	ck_assert_int_ge(log_count("lent as the new buffer"), 1);
 	/* every window back in the cache (released) or gone: at most what it
 	 * keeps, whatever was in flight when the client died */
 	uint64_t windows = 0;
@@ -305,7 +392,7 @@ START_TEST(killed_midway_leaves_nothing)
 		usleep(50000);
 	}
 	ck_assert_uint_le(windows, 4);
-	ck_assert_uint_le(ctl_sum("peer_window_bytes"), 512ull << 20);
+	ck_assert_uint_le(ctl_sum("peer_window_bytes"), 2ull << 30);
 	/* and the path still works */
 	check_to_client(clients[0], clients[1], 3 * CHUNK + 3, 9);
 	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
@@ -321,6 +408,8 @@ Suite *peer_copy_suite(void)
 	tcase_add_test(tc, to_client_by_device_copy);
 	tcase_add_test(tc, to_client_tensor_in_chunks);
 	tcase_add_test(tc, to_client_keeps_stream_order);
+	tcase_add_test(tc, to_client_into_lent_window);
+	tcase_add_test(tc, lent_window_outlives_its_source_device);
 	tcase_add_test(tc, all_reduce_two_logical_devices);
 	tcase_add_test(tc, killed_midway_leaves_nothing);
 	suite_add_tcase(s, tc);

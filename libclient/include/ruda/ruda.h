@@ -503,7 +503,8 @@ typedef struct ruda_resource {
  * memory, not a copy, so writes on either side are seen on the other once
  * the writer's work is done. The buffer must have been allocated in
  * RUDA_ALLOCATION_DEDICATED mode (pooled memory holds other buffers):
- * else RUDA_ERROR_INVALID_ARGUMENT. RUDA_ERROR_INVALID_HANDLE for a handle
+ * else RUDA_ERROR_INVALID_ARGUMENT, as for a buffer ruda_client_to_client
+ * made (its memory may be lent by the source's device). RUDA_ERROR_INVALID_HANDLE for a handle
  * the client does not own; RUDA_ERROR_UNSUPPORTED where the device cannot
  * export (or rudad.conf says export_memory = no), the reason in
  * ruda_client_last_error. Each call gives a new fd, owned by the caller.
