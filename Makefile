@@ -125,7 +125,8 @@ $(BUILD)/gen/indirect_clamp.spv.inc: daemon/exec/indirect_clamp.comp
 $(BUILD)/obj/daemon/exec/indirect.o: $(BUILD)/gen/indirect_clamp.spv.inc
 
 # and the combine kernel of all-reduce between logical devices of one GPU,
-# with f32 subnormals kept (for devices that can) and without
+# with f32 subnormals kept (for devices that can), without, and flushed
+# (for tests)
 $(BUILD)/gen/combine.spv.inc: daemon/exec/combine.comp
 	@mkdir -p $(BUILD)/gen
 	$(say) GLSLC $@
@@ -136,8 +137,13 @@ $(BUILD)/gen/combine_subnormals.spv.inc: daemon/exec/combine.comp
 	$(say) GLSLC $@
 	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -DKEEP_SUBNORMALS -mfmt=c -o $@ $<
 
+$(BUILD)/gen/combine_flushing.spv.inc: daemon/exec/combine.comp
+	@mkdir -p $(BUILD)/gen
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -DTEST_FLUSH -mfmt=c -o $@ $<
+
 $(BUILD)/obj/daemon/exec/combine.o: $(BUILD)/gen/combine.spv.inc \
-	$(BUILD)/gen/combine_subnormals.spv.inc
+	$(BUILD)/gen/combine_subnormals.spv.inc $(BUILD)/gen/combine_flushing.spv.inc
 
 # ---- objects ------------------------------------------------------------
 

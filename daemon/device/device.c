@@ -299,7 +299,9 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		vkGetPhysicalDeviceProperties2(d->physical, &id_query);
 		memcpy(d->device_uuid, id.deviceUUID, VK_UUID_SIZE);
 		memcpy(d->driver_uuid, id.driverUUID, VK_UUID_SIZE);
-		d->keeps_f32_subnormals = fc.shaderDenormPreserveFloat32;
+		d->test_flushes_f32_subnormals = vk->test_flush_subnormals;
+		d->keeps_f32_subnormals =
+			fc.shaderDenormPreserveFloat32 && !d->test_flushes_f32_subnormals;
 	}
 	return 0;
 }

@@ -138,6 +138,8 @@ struct ruda_device {
 	/* shaderDenormPreserveFloat32: a kernel may keep f32 subnormals as
 	 * the host does (exec/combine.c) */
 	bool keeps_f32_subnormals;
+	/* tests: the combine kernel flushes them, whatever the device does */
+	bool test_flushes_f32_subnormals;
 
 	VkCommandPool command_pool; /* loop thread only */
 	VkPipelineCache pipeline_cache;

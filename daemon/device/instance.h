@@ -21,6 +21,9 @@ struct ruda_vulkan {
 	/* rudad.conf lanes: streams sharing a queue record in rounds where the
 	 * device has several queues (auto), always (on) or never (off) */
 	enum ruda_lanes_mode { RUDA_LANES_AUTO, RUDA_LANES_ON, RUDA_LANES_OFF } lanes;
+	/* tests (RUDA_TEST_FLUSH_SUBNORMALS): devices' kernels flush f32
+	 * subnormals, as one without shaderDenormPreserveFloat32 may */
+	bool test_flush_subnormals;
 	/* per physical device, VK_MAX_MEMORY_HEAPS budgets: what the logical
 	 * devices opened on it reserve together (allocator.h) */
 	struct ruda_heap_budget *budgets;

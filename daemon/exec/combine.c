@@ -13,6 +13,9 @@ static const uint32_t combine_spirv[] =
 static const uint32_t combine_subnormals_spirv[] =
 #include "combine_subnormals.spv.inc"
 	;
+static const uint32_t combine_flushing_spirv[] =
+#include "combine_flushing.spv.inc"
+	;
 
 #define LOCAL_SIZE 256u
 #define SLICE_ALIGN 4096ull
@@ -46,16 +49,26 @@ static struct ruda_combine *create(struct ruda_device *d, const char **why)
 		*why = "out of memory";
 		return NULL;
 	}
-	/* the host's loop keeps f32 subnormals: without, a sum of them could differ */
+	/* the host's loop keeps f32 subnormals: without, a product of them
+	 * could differ (sums, maxima and minima are the host's either way) */
 	c->keeps_subnormals = d->keeps_f32_subnormals;
 	struct ruda_pipeline_source src = {
-		.spirv = c->keeps_subnormals ? combine_subnormals_spirv : combine_spirv,
-		.spirv_size = c->keeps_subnormals ? sizeof(combine_subnormals_spirv)
-						  : sizeof(combine_spirv),
+		.spirv = combine_spirv,
+		.spirv_size = sizeof(combine_spirv),
 		.entry_point = "main",
 		.binding_count = 2,
 		.push_constant_size = 12,
 	};
+	const char *subnormals = "maybe flushed";
+	if (c->keeps_subnormals) {
+		src.spirv = combine_subnormals_spirv;
+		src.spirv_size = sizeof(combine_subnormals_spirv);
+		subnormals = "kept";
+	} else if (d->test_flushes_f32_subnormals) {
+		src.spirv = combine_flushing_spirv;
+		src.spirv_size = sizeof(combine_flushing_spirv);
+		subnormals = "flushed (RUDA_TEST_FLUSH_SUBNORMALS)";
+	}
 	if (ruda__pipeline_build(d->vk, d->pipeline_cache, &src, &c->kernel) != VK_SUCCESS) {
 		log_error("device %u: cannot make the all-reduce combine kernel", d->index);
 		ruda__pipeline_objects_destroy(d->vk, &c->kernel);
@@ -73,8 +86,7 @@ static struct ruda_combine *create(struct ruda_device *d, const char **why)
 	c->device_gone.notify = device_gone;
 	ruda__device_listen_destroy(d, &c->device_gone);
 	log_debug("device %u: all-reduce combine kernel, %llu-byte slices, f32 subnormals %s",
-		  d->index, (unsigned long long)c->slice,
-		  c->keeps_subnormals ? "kept" : "maybe flushed");
+		  d->index, (unsigned long long)c->slice, subnormals);
 	return c;
 }
 

@@ -22,7 +22,8 @@ struct ruda_combine {
 	 * workgroup count, a multiple of 4 KiB (so slices start aligned) */
 	uint64_t slice;
 	/* f32 subnormals kept (shaderDenormPreserveFloat32): f32 results are
-	 * the host's bit for bit; without, a subnormal may become zero */
+	 * the host's bit for bit; without, sums, maxima and minima still are
+	 * but a product may differ (a subnormal operand or result flushed) */
 	bool keeps_subnormals;
 	struct ruda_device_listener device_gone; /* tears it down with its device */
 };

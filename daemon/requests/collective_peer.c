@@ -93,11 +93,13 @@ static const char *refusal(const struct collective_op *op, struct ruda_device **
 	struct ruda_combine *kernel = ruda__combine_get(devices[0], &why);
 	if (!kernel)
 		return why;
-	/* the host keeps f32 subnormals: a device that may not, only when
-	 * asked to */
-	if (op->elem == RUDA_ELEM_F32 && !kernel->keeps_subnormals &&
-	    op->ctx->peer_reduce != RUDA_PEER_REDUCE_ON)
-		return "the device may flush f32 subnormals (no shaderDenormPreserveFloat32)";
+	/* the host keeps f32 subnormals: a device that may not is the host's
+	 * for sums, maxima and minima (combine.comp) but not for products,
+	 * those only when asked to */
+	if (op->elem == RUDA_ELEM_F32 && op->reduce == RUDA_REDUCE_PROD &&
+	    !kernel->keeps_subnormals && op->ctx->peer_reduce != RUDA_PEER_REDUCE_ON)
+		return "the device may flush f32 subnormals (no shaderDenormPreserveFloat32): "
+		       "f32 products reduce on the host";
 	return NULL;
 }
 

@@ -560,6 +560,9 @@ int main(int argc, char **argv)
 	const char *cache_dir = d.config.cache_directory;
 	if (cache_dir)
 		ruda__pipeline_cache_setup_driver_caches(cache_dir);
+	/* test-only commands and behaviours: never set by the service units */
+	const char *faults = getenv("RUDA_TEST_FAULTS");
+	bool test_faults = faults && strcmp(faults, "1") == 0;
 	if (ruda__vulkan_init(&d.vulkan) < 0)
 		return 1;
 	d.vulkan.no_export = !d.config.export_memory;
@@ -567,6 +570,10 @@ int main(int argc, char **argv)
 	d.vulkan.lanes = !d.config.lanes || !strcmp(d.config.lanes, "auto") ? RUDA_LANES_AUTO
 			 : !strcmp(d.config.lanes, "on")			   ? RUDA_LANES_ON
 										   : RUDA_LANES_OFF;
+	/* the combine kernel that flushes f32 subnormals, on devices that keep
+	 * them, for its tests */
+	const char *flush = test_faults ? getenv("RUDA_TEST_FLUSH_SUBNORMALS") : NULL;
+	d.vulkan.test_flush_subnormals = flush && strcmp(flush, "1") == 0;
 	int rc = 1;
 	if (ruda__device_set_open(&d.devices, &d.vulkan, d.config.devices, d.loop,
 				  (uint64_t)d.config.submission_timeout_ms * 1000000u, cache_dir,
@@ -587,11 +594,11 @@ int main(int argc, char **argv)
 		!d.config.peer_reduce || !strcmp(d.config.peer_reduce, "auto") ? RUDA_PEER_REDUCE_AUTO
 		: !strcmp(d.config.peer_reduce, "on")				 ? RUDA_PEER_REDUCE_ON
 										 : RUDA_PEER_REDUCE_OFF;
-	/* test-only commands: never set by the service units */
-	const char *faults = getenv("RUDA_TEST_FAULTS");
-	d.server.ctx.test_faults = faults && strcmp(faults, "1") == 0;
+	d.server.ctx.test_faults = test_faults;
 	if (d.server.ctx.test_faults)
 		log_warn("RUDA_TEST_FAULTS=1: test-only fault injection is enabled");
+	if (d.vulkan.test_flush_subnormals)
+		log_warn("RUDA_TEST_FLUSH_SUBNORMALS=1: all-reduce kernels flush f32 subnormals");
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sighup);

@@ -141,6 +141,7 @@ static struct ruda_vulkan *fresh_instance(const struct ruda_vulkan *shared)
 	o->vk.no_export = shared->no_export;
 	o->vk.max_queues = shared->max_queues;
 	o->vk.lanes = shared->lanes;
+	o->vk.test_flush_subnormals = shared->test_flush_subnormals;
 	/* the same physical devices: their heaps' budgets stay shared with the
 	 * other logical devices on them */
 	free(o->vk.budgets);

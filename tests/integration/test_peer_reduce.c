@@ -3,8 +3,9 @@
  * (peer_reduce = on: on a CPU device the default keeps host staging), in
  * chunks of 64 KiB (RUDA_PEER_CHUNK) so that sizes past a chunk are cheap:
  * every op and type against a CPU reference computed as the host path does,
- * bit for bit (and the host path against the same reference), src and dst
- * offsets, three members, a call larger than one kernel binding may span
+ * bit for bit (and the host path against the same reference), f32
+ * subnormals also where the kernel flushes them, src and dst offsets,
+ * three members, a call larger than one kernel binding may span
  * (maxStorageBufferRange), a client killed and a destination released in
  * the middle, and a device lost in the middle. */
 #include <check.h>
@@ -98,6 +99,16 @@ static void setup_big(void)
 	start("0,0", 2, "peer_reduce=on", "201326592", 0);
 }
 
+/* The combine kernel that flushes f32 subnormals (RUDA_TEST_FLUSH_SUBNORMALS,
+ * with RUDA_TEST_FAULTS), as a device without shaderDenormPreserveFloat32
+ * may: lavapipe, which has none, keeps them all the same. */
+static void setup_flushing(void)
+{
+	setenv("RUDA_TEST_FLUSH_SUBNORMALS", "1", 1);
+	start("0,0", 2, "peer_reduce=on", "65536", 1);
+	unsetenv("RUDA_TEST_FLUSH_SUBNORMALS");
+}
+
 static void setup_faults(void)
 {
 	start("0,0", 2, "peer_reduce=on", "65536", 1);
@@ -171,8 +182,8 @@ static uint32_t combine(uint32_t a, uint32_t b, ruda_elem_type type, ruda_reduce
 		switch (op) {
 		case RUDA_REDUCE_SUM: return f2u(x + y);
 		case RUDA_REDUCE_PROD: return f2u(x * y);
-		case RUDA_REDUCE_MAX: return f2u(x > y ? x : y);
-		default: return f2u(x < y ? x : y);
+		case RUDA_REDUCE_MAX: return x > y ? a : b;
+		default: return x < y ? a : b;
 		}
 	}
 	if (type == RUDA_ELEM_I32 && (op == RUDA_REDUCE_MAX || op == RUDA_REDUCE_MIN)) {
@@ -213,14 +224,22 @@ static const char *type_name(ruda_elem_type t)
 	return t == RUDA_ELEM_F32 ? "f32" : t == RUDA_ELEM_I32 ? "i32" : "u32";
 }
 
+static int is_nan(uint32_t u)
+{
+	return (u & 0x7fffffffu) > 0x7f800000u;
+}
+
 /*
  * Every member reduces `count` elements of `type` with `op`: src at byte
  * `src_off` of a buffer of its own, dst at `dst_off` of another (the bytes
  * around it must stay as they were); each dst compared bit for bit with
- * the reference. Returns nothing; asserts.
+ * the reference (a NaN sum or product with any NaN: its payload is the
+ * device's). Member j's elements are given[j] or, without given, filled
+ * from `seed`. Returns nothing; asserts.
  */
-static void reduce_checked(size_t count, ruda_elem_type type, ruda_reduce_op op,
-			   uint64_t src_off, uint64_t dst_off, uint64_t seed)
+static void reduce_given(size_t count, ruda_elem_type type, ruda_reduce_op op,
+			 uint64_t src_off, uint64_t dst_off, uint64_t seed,
+			 const uint32_t *const *given)
 {
 	size_t bytes = count * 4;
 	uint32_t *in[MAX_MEMBERS], *expect = malloc(bytes);
@@ -231,7 +250,10 @@ static void reduce_checked(size_t count, ruda_elem_type type, ruda_reduce_op op,
 		uint8_t *whole = malloc(bytes + src_off);
 		memset(whole, 0x5a, src_off);
 		in[j] = (uint32_t *)(void *)(whole + src_off);
-		fill(in[j], count, type, seed * 31 + j);
+		if (given)
+			memcpy(in[j], given[j], bytes);
+		else
+			fill(in[j], count, type, seed * 31 + j);
 		ruda_handle s;
 		ck_assert_status(ruda_client_create(clients[j], whole, bytes + src_off, &s),
 				 RUDA_OK);
@@ -263,8 +285,10 @@ static void reduce_checked(size_t count, ruda_elem_type type, ruda_reduce_op op,
 				      memcmp(back + dst_off + bytes, around + dst_off + bytes, 8) == 0,
 			      "member %u: bytes around dst changed", j);
 		const uint32_t *got = (const uint32_t *)(const void *)(back + dst_off);
+		int nan_any = type == RUDA_ELEM_F32 &&
+			      (op == RUDA_REDUCE_SUM || op == RUDA_REDUCE_PROD);
 		for (size_t i = 0; i < count; i++)
-			if (got[i] != expect[i])
+			if (got[i] != expect[i] && !(nan_any && is_nan(got[i]) && is_nan(expect[i])))
 				ck_abort_msg("%s %s, %zu elements, member %u, element %zu: %08x, "
 					     "expected %08x", op_names[op], type_name(type), count, j,
 					     i, got[i], expect[i]);
@@ -278,6 +302,12 @@ static void reduce_checked(size_t count, ruda_elem_type type, ruda_reduce_op op,
 	free(expect);
 	free(back);
 	free(around);
+}
+
+static void reduce_checked(size_t count, ruda_elem_type type, ruda_reduce_op op,
+			   uint64_t src_off, uint64_t dst_off, uint64_t seed)
+{
+	reduce_given(count, type, op, src_off, dst_off, seed, NULL);
 }
 
 static const ruda_elem_type types[] = {RUDA_ELEM_F32, RUDA_ELEM_I32, RUDA_ELEM_U32};
@@ -317,16 +347,18 @@ START_TEST(every_op_and_type_by_host)
 END_TEST
 
 /* auto: lavapipe is a CPU device, its host staging stays; a GPU's u32
- * sums go by device copies. */
+ * and f32 sums go by device copies (f32 ones whether or not the device
+ * keeps subnormals). */
 START_TEST(auto_keeps_host_staging_on_a_cpu)
 {
 	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
 	ck_assert_status(ruda_client_device_properties(clients[0], ids[0], &p), RUDA_OK);
 	reduce_checked(1000, RUDA_ELEM_U32, RUDA_REDUCE_SUM, 0, 0, 3);
+	reduce_checked(1000, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 0, 0, 4);
 	if (p.type == RUDA_DEVICE_CPU)
-		ck_assert_int_eq(log_count("through host staging (a CPU device"), 1);
+		ck_assert_int_eq(log_count("through host staging (a CPU device"), 2);
 	else
-		ck_assert_int_eq(log_count("device copies through shared windows"), 1);
+		ck_assert_int_eq(log_count("device copies through shared windows"), 2);
 }
 END_TEST
 
@@ -389,6 +421,113 @@ START_TEST(larger_than_a_binding)
 	size_t count = (size_t)(range / 4) + 4096 + 3;
 	reduce_checked(count, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 0, 4, 90);
 	ck_assert_int_eq(log_count("device copies through shared windows"), 1);
+}
+END_TEST
+
+/* ---- f32 subnormals where the device may flush them ------------------------ */
+
+/* Elements of member 0 and 1 that take every branch of the kernel's sum,
+ * max and min (exec/combine.comp) and the cases around them. */
+static const uint32_t pairs[][2] = {
+	/* subnormal + subnormal: subnormal, exactly the least normal, normal */
+	{0x00000001, 0x00000001}, {0x00400000, 0x00000123}, {0x80000005, 0x00000003},
+	{0x00000003, 0x80000005}, {0x00400000, 0x00400000}, {0x007fffff, 0x00000001},
+	{0x007fffff, 0x007fffff}, {0x807fffff, 0x80000002},
+	/* x + (-x): +0, for subnormals, small and large normals */
+	{0x00001234, 0x80001234}, {0x80000001, 0x00000001}, {0x05000000, 0x85000000},
+	{0x3f800000, 0xbf800000}, {0x7f000000, 0xff000000},
+	/* normals cancelling to a subnormal (2^-149, 6 * 2^-149, 2^-127) or
+	 * to a normal */
+	{0x00800001, 0x80800000}, {0x01000003, 0x81000000}, {0x0b800001, 0x8b800000},
+	{0x8b800001, 0x0b800000}, {0x0d000001, 0x8d000000}, {0x0d800001, 0x8d800000},
+	/* small normals and subnormals that round */
+	{0x08800001, 0x04000001}, {0x0c7fffff, 0x00000001}, {0x0cffffff, 0x807fffff},
+	{0x00800000, 0x80000001}, {0x00800000, 0x00000001}, {0x0c800001, 0x00400000},
+	/* a subnormal beside a normal of 2^-100 or more, or just less */
+	{0x00000001, 0x3f800000}, {0x807fffff, 0x0d800000}, {0x007fffff, 0x8d800000},
+	{0x0d000000, 0x807fffff}, {0x0d000000, 0x007fffff}, {0x8d7fffff, 0x00400001},
+	{0x00000007, 0xff7fffff}, {0x0c800000, 0x807fffff}, {0x807fffff, 0x0c800000},
+	/* zeros */
+	{0x00000000, 0x00000000}, {0x00000000, 0x80000000}, {0x80000000, 0x00000000},
+	{0x80000000, 0x80000000}, {0x00000000, 0x00000001}, {0x80000000, 0x00000001},
+	{0x00000001, 0x80000000}, {0x80000001, 0x80000000}, {0x80000000, 0x80000001},
+	{0x80000000, 0x3f800000}, {0x00000000, 0xbf800000}, {0x0d800000, 0x80000000},
+	/* infinities and NaNs beside subnormals, and an overflow */
+	{0x7f800000, 0x00000001}, {0x80000001, 0xff800000}, {0x7fc00000, 0x00000001},
+	{0x00000001, 0x7fc00000}, {0x7fa00000, 0x80000003}, {0xffc00001, 0x00000000},
+	{0x80000000, 0x7fc00000}, {0x7f800000, 0xff800000}, {0x7f7fffff, 0x7f7fffff},
+	/* subnormals ordered against each other, zeros and the least normals */
+	{0x00000001, 0x00000002}, {0x00000002, 0x00000001}, {0x80000001, 0x80000002},
+	{0x80000002, 0x80000001}, {0x80000001, 0x00000001}, {0x00000001, 0x80000001},
+	{0x00000001, 0x00000000}, {0x00000000, 0x80000001}, {0x80000001, 0x00000000},
+	{0x007fffff, 0x00800000}, {0x80800000, 0x807fffff}, {0x00000001, 0x00000001},
+};
+
+/* Member 0's and 1's elements: the pairs, then random words: of any
+ * magnitude, of exponent fields 0 to 31 (either side of the kernel's 27),
+ * nearly cancelling, and beside subnormals. */
+static void subnormal_inputs(uint32_t *a, uint32_t *b, size_t count, uint64_t seed)
+{
+	size_t npairs = sizeof(pairs) / sizeof(pairs[0]);
+	test_fill_random(a, count * 4, seed);
+	test_fill_random(b, count * 4, seed + 1);
+	for (size_t i = 0; i < count; i++) {
+		if (i < npairs) {
+			a[i] = pairs[i][0];
+			b[i] = pairs[i][1];
+			continue;
+		}
+		switch (i % 4) {
+		case 1:
+			a[i] &= 0x8fffffffu;
+			b[i] &= 0x8fffffffu;
+			break;
+		case 2:
+			a[i] &= 0x8fffffffu;
+			b[i] = a[i] ^ 0x80000000u ^ (b[i] & 0xffu);
+			break;
+		case 3:
+			a[i] &= 0x8fffffffu;
+			b[i] &= 0x80ffffffu; /* exponent fields 0 and 1 */
+			break;
+		}
+	}
+}
+
+/* Sums, maxima and minima of f32 subnormals, bit for bit the host's:
+ * members in both orders, 6 calls. */
+static void subnormals_checked(void)
+{
+	size_t count = 32 * CHUNK / 4 + 5;
+	uint32_t *a = malloc(count * 4), *b = malloc(count * 4);
+	ck_assert(a && b);
+	subnormal_inputs(a, b, count, 200);
+	static const ruda_reduce_op checked[] = {RUDA_REDUCE_SUM, RUDA_REDUCE_MAX,
+						 RUDA_REDUCE_MIN};
+	for (int order = 0; order < 2; order++) {
+		const uint32_t *given[2] = {order ? b : a, order ? a : b};
+		for (size_t o = 0; o < 3; o++)
+			reduce_given(count, RUDA_ELEM_F32, checked[o], 4, 8, 0, given);
+	}
+	ck_assert_int_eq(log_count("device copies through shared windows"), 6);
+	free(a);
+	free(b);
+}
+
+/* By the device's own kernel (on lavapipe the one for devices that may
+ * flush them: it keeps them, though it does not say so). */
+START_TEST(f32_subnormals_by_device)
+{
+	subnormals_checked();
+}
+END_TEST
+
+/* By the kernel that flushes them as such a device may: what it does
+ * holds where it flushes. */
+START_TEST(f32_subnormals_where_flushed)
+{
+	subnormals_checked();
+	ck_assert_int_eq(log_count("f32 subnormals flushed (RUDA_TEST_FLUSH_SUBNORMALS)"), 1);
 }
 END_TEST
 
@@ -546,6 +685,7 @@ Suite *peer_reduce_suite(void)
 	tcase_add_test(two, sizes_and_what_stays_on_the_host);
 	tcase_add_test(two, killed_midway_leaves_nothing);
 	tcase_add_test(two, dst_released_midway);
+	tcase_add_test(two, f32_subnormals_by_device);
 	suite_add_tcase(s, two);
 	TCase *host = tcase_create("host");
 	tcase_add_checked_fixture(host, setup_host, teardown);
@@ -567,6 +707,11 @@ Suite *peer_reduce_suite(void)
 	tcase_set_timeout(big, 300);
 	tcase_add_test(big, larger_than_a_binding);
 	suite_add_tcase(s, big);
+	TCase *flushing = tcase_create("flushing");
+	tcase_add_checked_fixture(flushing, setup_flushing, teardown);
+	tcase_set_timeout(flushing, 120);
+	tcase_add_test(flushing, f32_subnormals_where_flushed);
+	suite_add_tcase(s, flushing);
 	TCase *faults = tcase_create("faults");
 	tcase_add_checked_fixture(faults, setup_faults, teardown);
 	tcase_set_timeout(faults, 120);
