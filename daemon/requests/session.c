@@ -591,10 +591,12 @@ static bool update_held(struct ruda_session *s)
 	return held;
 }
 
+/* Work of the stream's not yet done: in flight, or (in a lane) launches
+ * still waiting for a round or in the lane's recording. */
 static void any_inflight(struct ruda_stream *st, void *data)
 {
 	uint64_t last = st->last_value;
-	if (last > atomic_load(&st->device->completed))
+	if (last > atomic_load(&st->device->completed) || (st->lane && ruda__stream_unsubmitted(st)))
 		*(int *)data = 1;
 }
 
