@@ -299,7 +299,7 @@ TEST_PROGRAMS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
 # on one queue lane (lanes = on, queues = 1: docs/design.md, "Queue lanes"),
 # which lavapipe, with its one queue, does not use by default. Each is a
 # script beside the suite, named lanes/test_x.
-LANES_SUITES := test_streams test_sync_fast test_sync_buffers test_graphs test_dynamic_counts \
+LANES_SUITES := test_streams test_sync_fast test_sync_buffers test_graphs test_dynamic_counts test_priority \
 	test_launch_failure test_isolation test_transfer test_clients test_memory
 LANES_TESTS := $(patsubst %,$(BUILD)/tests/lanes/%,$(LANES_SUITES))
 $(BUILD)/tests/lanes/%: $(BUILD)/tests/%
