@@ -37,11 +37,26 @@ static void buffer_destroy(struct ruda_ref *ref)
 	free(b);
 }
 
+/* Vulkan has no empty buffers; whole words, so fills work */
+static uint64_t vk_size_of(uint64_t size)
+{
+	return size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+}
+
+/* `b`, its memory bound, counted on its device and handed out. */
+static void publish(struct ruda_buffer *b, struct ruda_buffer **out)
+{
+	ruda_ref_init(&b->ref, buffer_destroy);
+	b->device->stats.bytes += b->allocated;
+	b->device->stats.buffers++;
+	*out = b;
+}
+
 ruda_status ruda__buffer_from_window(struct ruda_peer_window *window, uint64_t size,
 				     struct ruda_buffer **out)
 {
 	struct ruda_device *d = window->to.device;
-	uint64_t vk_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+	uint64_t vk_size = vk_size_of(size);
 	if (!d || !window->to.buffer || vk_size > window->size)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	struct ruda_buffer *b = calloc(1, sizeof(*b));
@@ -56,10 +71,7 @@ ruda_status ruda__buffer_from_window(struct ruda_peer_window *window, uint64_t s
 		.vk_size = vk_size,
 		.allocated = window->size,
 	};
-	ruda_ref_init(&b->ref, buffer_destroy);
-	d->stats.bytes += b->allocated;
-	d->stats.buffers++;
-	*out = b;
+	publish(b, out);
 	return RUDA_OK;
 }
 
@@ -81,8 +93,7 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	b->device = d;
 	b->size = size;
-	/* Vulkan has no empty buffers; round up to a word so fills work */
-	uint64_t vk_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+	uint64_t vk_size = vk_size_of(size);
 	VkExternalMemoryBufferCreateInfo external = {
 		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
 		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
@@ -117,9 +128,6 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 	}
 	b->allocated = b->memory.size;
 	b->vk_size = vk_size;
-	ruda_ref_init(&b->ref, buffer_destroy);
-	d->stats.bytes += b->allocated;
-	d->stats.buffers++;
-	*out = b;
+	publish(b, out);
 	return RUDA_OK;
 }

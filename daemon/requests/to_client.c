@@ -272,8 +272,7 @@ static void try_lent_window(struct to_client_waiter *w, struct ruda_device *from
 	    ruda__peer_window_get(from, to, packed, &window) < 0)
 		return;
 	if (ruda__buffer_from_window(window, packed, &w->dst) != RUDA_OK) {
-		ruda__peer_window_put(window);
-		w->dst = NULL;
+		ruda__peer_window_put(window); /* w->dst stays NULL */
 		return;
 	}
 	log_debug("to_client %llu bytes, device %u -> %u: into a %llu-byte window lent as the "

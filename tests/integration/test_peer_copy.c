@@ -183,6 +183,24 @@ START_TEST(to_client_tensor_in_chunks)
 }
 END_TEST
 
+/* `data` moved from client 0 to client 1, then `other` written into the
+ * source on its stream: the moved bytes are `data` still, the source's
+ * `other`. Returns the moved buffer; `back` holds its bytes. */
+static ruda_handle move_then_overwrite(const uint8_t *data, const uint8_t *other, uint8_t *back,
+				       size_t size)
+{
+	ruda_handle src, dst;
+	ck_assert_int_eq(ruda_client_create(clients[0], data, size, &src), RUDA_OK);
+	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
+			 RUDA_OK);
+	ck_assert_int_eq(ruda_client_write(clients[0], src, 0, other, size), RUDA_OK);
+	ck_assert_int_eq(ruda_client_read_one(clients[0], src, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, other, size), 0);
+	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
+	ck_assert_int_eq(memcmp(back, data, size), 0);
+	return dst;
+}
+
 /* What the source's stream does after the request does not reach the
  * bytes moved, even those that cross in later chunks: they were copied
  * on the source device first, in order. */
@@ -192,15 +210,7 @@ START_TEST(to_client_keeps_stream_order)
 	uint8_t *data = malloc(size), *back = malloc(size), *other = malloc(size);
 	test_fill_random(data, size, 1);
 	test_fill_random(other, size, 2);
-	ruda_handle src, dst;
-	ck_assert_int_eq(ruda_client_create(clients[0], data, size, &src), RUDA_OK);
-	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
-			 RUDA_OK);
-	ck_assert_int_eq(ruda_client_write(clients[0], src, 0, other, size), RUDA_OK);
-	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
-	ck_assert_int_eq(memcmp(back, data, size), 0);
-	ck_assert_int_eq(ruda_client_read_one(clients[0], src, back), RUDA_OK);
-	ck_assert_int_eq(memcmp(back, other, size), 0);
+	move_then_overwrite(data, other, back, size);
 	free(data);
 	free(back);
 	free(other);
@@ -229,13 +239,7 @@ START_TEST(to_client_into_lent_window)
 	uint8_t *data = malloc(size), *back = malloc(size), *other = malloc(size);
 	test_fill_random(data, size, 11);
 	test_fill_random(other, size, 12);
-	ruda_handle src, dst;
-	ck_assert_int_eq(ruda_client_create(clients[0], data, size, &src), RUDA_OK);
-	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
-			 RUDA_OK);
-	ck_assert_int_eq(ruda_client_write(clients[0], src, 0, other, size), RUDA_OK);
-	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
-	ck_assert_int_eq(memcmp(back, data, size), 0);
+	ruda_handle dst = move_then_overwrite(data, other, back, size);
 	/* and the target writes its own bytes into it */
 	ck_assert_int_eq(ruda_client_write(clients[1], dst, 4096, other, 4096), RUDA_OK);
 	ck_assert_int_eq(ruda_client_read_one(clients[1], dst, back), RUDA_OK);
