@@ -352,9 +352,11 @@ endif
 # speed, only on wrong results. tests/bench/README.md says what is measured.
 
 BENCH_DIR := $(BUILD)/bench
-BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement
+BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement \
+	$(BENCH_DIR)/queue_share
 BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c \
-	tests/bench/queue_priority.c tests/bench/copy_placement.c tests/bench/plain_vk.c,\
+	tests/bench/queue_priority.c tests/bench/copy_placement.c tests/bench/queue_share.c \
+	tests/bench/plain_vk.c,\
 	$(wildcard tests/bench/*.c))
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_ARGS ?=
@@ -381,11 +383,12 @@ $(BENCH_DIR)/first_vk: tests/bench/first_vk.c
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
 		-o $@ $< $(call pc,--libs,vulkan)
 
-$(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement: $(BENCH_DIR)/%: tests/bench/%.c \
+$(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement $(BENCH_DIR)/queue_share: \
+		$(BENCH_DIR)/%: tests/bench/%.c \
 		tests/bench/plain_vk.c tests/bench/plain_vk.h
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) $(call pc,--cflags,vulkan) \
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread $(call pc,--cflags,vulkan) \
 		-o $@ $< tests/bench/plain_vk.c $(call pc,--libs,vulkan)
 
 $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
