@@ -194,6 +194,11 @@ static ruda_status record_round(struct ruda_lane *lane)
 		}
 		*link = s->waiting_next;
 		s->waiting = false;
+		/* a Sync waits for this stream's last launch: the submission
+		 * ends with this round, so its completion is not held back by
+		 * the rounds of others after it */
+		if (s->caught_up_waiters)
+			lane->cut = true;
 	}
 	return RUDA_OK;
 }
@@ -265,6 +270,7 @@ static ruda_status submit_recording(struct ruda_lane *lane)
 		w->rounds = lane->rounds;
 	}
 	lane->rounds = 0;
+	lane->cut = false;
 	if (!w || ruda__submission_submit(sub) < 0) {
 		if (!w)
 			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
@@ -333,7 +339,7 @@ void ruda__lane_pump(struct ruda_device *d)
 		if ((!lane->recording && !lane->waiting) || lane->inflight >= RUDA_LANE_MAX_INFLIGHT)
 			continue;
 		uint32_t max = rounds_per_submission(lane);
-		while (lane->waiting && lane->rounds < max &&
+		while (lane->waiting && !lane->cut && lane->rounds < max &&
 		       (!lane->recording || lane->recording->commands < RUDA_STREAM_BATCH))
 			if (record_round(lane) != RUDA_OK)
 				break;
@@ -367,6 +373,7 @@ void ruda__lane_leave(struct ruda_stream *s)
 		if (!lane->joined && !lane->waiting) {
 			ruda__submission_discard(lane->recording, RUDA_ERROR_DISCONNECTED);
 			lane->recording = NULL;
+			lane->cut = false;
 		}
 	}
 	hand_over_waiters(s, NULL, RUDA_ERROR_DISCONNECTED);

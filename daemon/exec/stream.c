@@ -543,6 +543,8 @@ void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *wait
 		ruda__stream_wait(s, waiter);
 		return;
 	}
+	if (!s->ndeferred)
+		s->lane->cut = true; /* its last launch is in the lane's recording */
 	waiter->next = NULL;
 	*s->caught_up_tail = waiter;
 	s->caught_up_tail = &waiter->next;

@@ -259,6 +259,7 @@ struct ruda_lane {
 	struct ruda_bind_cache bound; /* in `recording` */
 	uint32_t rounds;              /* rounds in `recording` */
 	uint32_t inflight;            /* its submissions not yet complete */
+	bool cut;                     /* `recording` ends here: a Sync waits for it */
 	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
 	uint64_t inflight_ns;         /* device time a submission may take */
 };

@@ -192,6 +192,70 @@ START_TEST(sessions_share_a_queue_in_rounds)
 }
 END_TEST
 
+/* A lane's submission ends with the round that takes the last launch a
+ * Sync waits for. rudad may put a whole second of rounds in a submission
+ * here (RUDA_LANE_INFLIGHT_US); A's backlog fills the lane, B's one launch
+ * + sync arrives while A's first two short submissions run (before any
+ * round is measured), joins A's next round, and is answered when that
+ * round is done, not when the second of A's rounds after it are. */
+START_TEST(sync_ends_its_rounds_submission)
+{
+	setenv("RUDA_LANE_INFLIGHT_US", "1000000", 1); /* inherited by rudad */
+	struct test_daemon d;
+	test_daemon_start(&d, lanes_on_one_queue);
+	unsetenv("RUDA_LANE_INFLIGHT_US");
+	ruda_client *a = test_connect(&d, "backlog"), *b = test_connect(&d, "waits");
+	ruda_kernel ka = test_register(a, "tests/shaders/spin", 2, 4);
+	ruda_kernel kb = test_register(b, "tests/shaders/spin", 2, 4);
+	uint32_t zeros[64] = {0};
+	ruda_handle ha[2], hb[2];
+	ck_assert_int_eq(ruda_client_create(a, zeros, sizeof(zeros), &ha[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(a, zeros, 4, &ha[1]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(b, zeros, sizeof(zeros), &hb[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(b, zeros, 4, &hb[1]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	/* A's kernel: a ms or more, so its first two submissions (4 rounds
+	 * each before a round's time is known) last long enough for B to
+	 * arrive; below 2^22 steps, where llvmpipe cuts the kernel's loop */
+	uint32_t steps = 1u << 16;
+	ck_assert_int_eq(spin(a, ka, ha, 1, steps), RUDA_OK); /* compiled, warm */
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double kernel_s = 0;
+	for (; steps < (1u << 21); steps *= 2) {
+		double t1 = test_now();
+		ck_assert_int_eq(spin(a, ka, ha, 4, steps), RUDA_OK);
+		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+		kernel_s = (test_now() - t1) / 4;
+		if (kernel_s > 0.001)
+			break;
+	}
+	uint32_t warm = 0;
+	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &warm), RUDA_OK);
+	enum { N = 200 };
+	double t0 = test_now();
+	ck_assert_int_eq(spin(a, ka, ha, N, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
+	double b0 = test_now();
+	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	double b_took = test_now() - b0;
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double a_took = test_now() - t0;
+	fprintf(stderr, "A: %d launches of ~%.1f ms in %.3f s; B's launch + sync: %.4f s\n", N,
+		kernel_s * 1e3, a_took, b_took);
+	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
+	uint32_t count;
+	ck_assert_int_eq(ruda_client_read_one(b, hb[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, warm + N);
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("queues");
@@ -201,6 +265,7 @@ int main(void)
 	tcase_add_test(tc, one_stream_stays_in_order_in_lanes);
 	tcase_add_test(tc, sessions_run_side_by_side);
 	tcase_add_test(tc, sessions_share_a_queue_in_rounds);
+	tcase_add_test(tc, sync_ends_its_rounds_submission);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
