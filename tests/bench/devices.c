@@ -275,9 +275,16 @@ void bench_devices(void)
 		cap = p.max_buffer_size;
 	/* a source and a destination per device; to_client's source, window
 	 * (device 0's memory) and device copy on device 0; beside the
-	 * allocator's pages (lavapipe's heap is 2 GiB) */
-	if (p.device_local_bytes && p.device_local_bytes / 4 < cap)
-		cap = p.device_local_bytes / 4;
+	 * allocator's pages and the windows kept (lavapipe's heap is 2 GiB).
+	 * Logical devices of one physical device share its heap (4 quarters
+	 * of lavapipe's were too many: the all-reduce's last buffer failed).
+	 * A power of two there, so to_client's window is its size, as at 1 GiB. */
+	uint64_t buffers = d.logical ? 2ull * d.n + 2 : 4;
+	if (p.device_local_bytes && p.device_local_bytes / buffers < cap) {
+		cap = p.device_local_bytes / buffers;
+		while (cap & (cap - 1))
+			cap &= cap - 1;
+	}
 	if (bench_opt.quick && cap > 64 * MiB)
 		cap = 64 * MiB;
 	cap &= ~(uint64_t)4095;
