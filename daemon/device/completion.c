@@ -72,8 +72,10 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 		atomic_store(&d->completed, value);
 		moved = true;
 	}
-	if (moved)
+	if (moved) {
+		atomic_store(&d->completed_ns, uv_hrtime());
 		uv_async_send(&d->async);
+	}
 	return moved;
 }
 

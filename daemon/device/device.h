@@ -162,6 +162,9 @@ struct ruda_device {
 	 * seen at once rather than after a wake-up (written on the loop) */
 	_Atomic uint64_t transfers_until_ns;
 	_Atomic uint64_t completed;
+	/* uv_hrtime() when the thread last published progress: how long the
+	 * loop took to hear of it (to_client's timing log) */
+	_Atomic uint64_t completed_ns;
 	struct ruda_progress progress; /* `completed` and failure, for clients */
 	_Atomic int lost;        /* a VkResult once the device has failed */
 	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */

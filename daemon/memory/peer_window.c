@@ -321,6 +321,7 @@ int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint
 	size = want;
 	struct ruda_peer_window *w = take_cached(from, to, size);
 	if (w) {
+		w->uses++;
 		*out = w;
 		return 0;
 	}
@@ -329,6 +330,7 @@ int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint
 		return -ENOMEM;
 	ruda_ref_init(&w->ref, window_released);
 	w->size = size;
+	w->uses = 1;
 	w->from.window = w->to.window = w;
 	cache.live++;
 	cache.live_bytes += size;

@@ -43,6 +43,7 @@ struct ruda_peer_window {
 	VkDeviceMemory imported;       /* the same memory, in to.device */
 	struct ruda_peer_side from, to;
 	bool lent;           /* to's side is a buffer (ruda__buffer_from_window) */
+	uint64_t uses;       /* times ruda__peer_window_get handed it out (1: new) */
 	uint64_t kept_until_ns; /* uv_hrtime(): kept for reuse until then */
 };
 

@@ -1,6 +1,7 @@
 #include "requests/to_client.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,15 @@ struct to_client_waiter {
 	struct ruda_buffer *tmp; /* owned reference */
 	int pending;             /* the copy into tmp, the staging: still to come */
 	ruda_status error;
+	/* where the time goes, for one debug line at the reply: uv_hrtime()
+	 * of each step, the source's submission's device time, and which way
+	 * the bytes went */
+	struct {
+		uint64_t arrived, dst, recorded, submitted, completed, heard, device_ns;
+		const char *dst_what;
+		struct ruda_device *from; /* borrowed: read while its waiter runs */
+		uint32_t from_index, to_index;
+	} at;
 };
 
 /* Whether a new buffer of `size` bytes has bytes past them in its last
@@ -42,11 +52,37 @@ static int has_tail(uint64_t size)
 	return size == 0 || (size & 3) != 0;
 }
 
+static double ms_since(uint64_t from, uint64_t t)
+{
+	return t > from ? (double)(t - from) / 1e6 : 0.0;
+}
+
 static void reply(struct to_client_waiter *w, ruda_status status, const char *why)
 {
 	struct ruda_session *s = ruda__handle_table_get(&w->ctx->sessions, w->session);
 	if (s && s->state == RUDA_SESSION_READY)
 		ruda__reply_status(s->conn, w->request, status, "to_client: %s", why);
+	uint64_t t0 = w->at.arrived;
+	log_debug("to_client %llu B, device %u -> %u: %s %.3f ms, recorded %.3f ms, submitted "
+		  "%.3f ms, completed %.3f ms (device %.3f ms), heard %.3f ms, replied %.3f ms%s%s",
+		  (unsigned long long)w->size, w->at.from_index, w->at.to_index, w->at.dst_what,
+		  ms_since(t0, w->at.dst), ms_since(t0, w->at.recorded),
+		  ms_since(t0, w->at.submitted), ms_since(t0, w->at.completed),
+		  (double)w->at.device_ns / 1e6, ms_since(t0, w->at.heard),
+		  ms_since(t0, uv_hrtime()), status == RUDA_OK ? "" : ": ",
+		  status == RUDA_OK ? "" : ruda_strerror(status));
+}
+
+/* The source's submission is done: when the completion thread saw it (the
+ * loop, when it found it first) and when the loop heard; once. */
+static void heard(struct to_client_waiter *w, int status)
+{
+	if (w->at.heard)
+		return;
+	w->at.heard = uv_hrtime();
+	uint64_t seen = status == RUDA_OK ? atomic_load(&w->at.from->completed_ns) : 0;
+	w->at.completed = seen >= w->at.submitted ? seen : w->at.heard;
+	w->at.device_ns = w->base.gpu_ns;
 }
 
 static void waiter_free(struct to_client_waiter *w)
@@ -106,6 +142,7 @@ static void into_target_done(struct ruda_waiter *base, int status)
 static void out_of_source_done(struct ruda_waiter *base, int status)
 {
 	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	heard(w, status);
 	if (status != RUDA_OK) {
 		reply(w, (ruda_status)status, "the source device failed");
 		waiter_free(w);
@@ -182,6 +219,7 @@ static void maybe_stage(struct to_client_waiter *w)
 static void tmp_done(struct ruda_waiter *base, int status)
 {
 	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	heard(w, status);
 	if (status != RUDA_OK && w->error == RUDA_OK)
 		w->error = (ruda_status)status;
 	w->pending--;
@@ -210,6 +248,7 @@ static void through_window_done(void *data, int status)
 static void tmp_for_window_done(struct ruda_waiter *base, int status)
 {
 	struct to_client_waiter *w = (struct to_client_waiter *)base;
+	heard(w, status);
 	struct ruda_session *t = ruda__handle_table_get(&w->ctx->sessions, w->target);
 	if (status != RUDA_OK) {
 		reply(w, (ruda_status)status, "the source device failed");
@@ -379,6 +418,7 @@ static uint32_t plan(const Ruda__ToClient *t, uint64_t buffer_size, VkBufferCopy
 
 void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 {
+	uint64_t arrived = uv_hrtime();
 	const Ruda__ToClient *t = req->to_client;
 	struct ruda_session_context *ctx = s->ctx;
 	char why[256];
@@ -433,6 +473,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		.target = target->id,
 		.target_handle = t->target_handle,
 		.size = packed,
+		.at = {.arrived = arrived, .from = s->device, .from_index = s->device->index,
+		       .to_index = target->device->index},
 	};
 	if (target->device != s->device)
 		try_lent_window(w, s->device, target->device, packed);
@@ -449,6 +491,13 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		if (!w->staging)
 			st = ruda__buffer_create(s->device, packed ? packed : 1, &w->tmp);
 	}
+	w->at.dst = uv_hrtime();
+	w->at.dst_what = lent ? (w->dst->window->uses > 1 ? "window cached" : "window new")
+			 : w->window ? (w->window->uses > 1 ? "shared window cached"
+							    : "shared window new")
+			 : w->staging ? "host staging cached"
+			 : w->tmp ? "host staging made"
+				  : "new buffer";
 	if (st == RUDA_OK && !w->staging && !w->window && !w->tmp && has_tail(packed)) {
 		/* the copy below goes straight into the new buffer: zero the
 		 * word it does not reach first (it may hold another client's
@@ -493,5 +542,10 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		s->device->stats.staged_bytes_out += packed;
 	if (w->tmp)
 		w->base.done = w->window ? tmp_for_window_done : tmp_done;
+	w->at.recorded = uv_hrtime();
+	/* what stream_wait would submit, here so its time is known (the
+	 * waiter may run, and go, inside the wait) */
+	ruda__stream_submit(s->current);
+	w->at.submitted = uv_hrtime();
 	ruda__stream_wait(s->current, &w->base);
 }

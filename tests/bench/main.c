@@ -178,12 +178,15 @@ static const struct bench_group {
 	 "next"},
 	{"devices", run_devices,
 	 "between devices: all-reduce (f32, every device) and to_client (device 0 to 1) inside "
-	 "rudad, against the same bytes through the client",
-	 "rudad", "via client",
-	 "via client = read each source to the client, reduce there, write each destination, "
-	 "sync (to_client: read + create + sync)\n"
+	 "rudad, against the same bytes through the client (and to_client against the device's "
+	 "own copy)",
+	 "rudad", "baseline",
+	 "baseline: via client = read each source to the client, reduce there, write each "
+	 "destination, sync (to_client: read + create + sync)\n"
+	 "          device copy = to_client from device 0's client to itself (one "
+	 "vkCmdCopyBuffer on device 0), in turns with to_client rep by rep\n"
 	 "GB/s = buffer bytes / time, medians; every result checked against a CPU reference; "
-	 "ratio = rudad / via client, higher is better"},
+	 "ratio = rudad / baseline (device copy: the median of each rep's), higher is better"},
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

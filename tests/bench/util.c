@@ -512,6 +512,23 @@ void bench_daemon_start(struct bench_daemon *d, const char *const *extra)
 	bench_fail("rudad did not accept connections within 60 s; see %s", d->log_path);
 }
 
+/* $RUDA_BENCH_RUDAD_LOG: rudad's log is appended there before its folder
+ * goes (with RUDA_BENCH_RUDAD_CONF='log_level = debug', what it did). */
+static void keep_log(const struct bench_daemon *d)
+{
+	const char *path = getenv("RUDA_BENCH_RUDAD_LOG");
+	if (!path || !*path)
+		return;
+	size_t n = 0;
+	char *text = bench_read_file(d->log_path, &n);
+	FILE *f = fopen(path, "a");
+	BENCH_CHECK(f, "cannot write %s: %s", path, strerror(errno));
+	if (text)
+		fwrite(text, 1, n, f);
+	fclose(f);
+	free(text);
+}
+
 void bench_daemon_stop(struct bench_daemon *d)
 {
 	int status = -1;
@@ -525,6 +542,7 @@ void bench_daemon_stop(struct bench_daemon *d)
 	track(d, 0);
 	BENCH_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		    "rudad exited with status %d; see %s", status, d->log_path);
+	keep_log(d);
 	remove_tree(d->dir);
 }
 
