@@ -247,30 +247,14 @@ int main(int argc, char **argv)
 	uint32_t want = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
 	if (argc > 3)
 		buffer_size = (VkDeviceSize)atoi(argv[3]) << 20;
-	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-				 .pApplicationName = "copy_placement",
-				 .apiVersion = VK_API_VERSION_1_2};
-	VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-				   .pApplicationInfo = &app};
 	VkInstance instance;
-	VK(vkCreateInstance(&ii, NULL, &instance));
-	uint32_t n = 0;
-	vkEnumeratePhysicalDevices(instance, &n, NULL);
-	VkPhysicalDevice pds[16];
-	if (n > 16)
-		n = 16;
-	vkEnumeratePhysicalDevices(instance, &n, pds);
-	if (want >= n) {
-		fprintf(stderr, "no device %u\n", want);
-		return 1;
-	}
 	VkPhysicalDeviceProperties props;
-	vkGetPhysicalDeviceProperties(pds[want], &props);
+	VkPhysicalDevice pd = plain_device_open("copy_placement", want, &instance, &props);
 	printf("copy_placement: %s; copy.comp and saxpy.comp over %llu MiB buffers, %d "
 	       "launches, median of %d (GB/s)\n",
 	       props.deviceName, (unsigned long long)(buffer_size >> 20), LAUNCHES, REPS);
 	struct probe p;
-	open_probe(pds[want], argv[1], &p);
+	open_probe(pd, argv[1], &p);
 
 	if (argc > 4 && strcmp(argv[4], "hold") == 0) {
 		/* another process's context and memory, idle, for the probe in

@@ -80,3 +80,60 @@ int plain_cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
 }
+
+VkPhysicalDevice plain_device_open(const char *app_name, uint32_t index, VkInstance *instance,
+				   VkPhysicalDeviceProperties *props)
+{
+	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+				 .pApplicationName = app_name,
+				 .apiVersion = VK_API_VERSION_1_2};
+	VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+				   .pApplicationInfo = &app};
+	VK(vkCreateInstance(&ii, NULL, instance));
+	uint32_t n = 0;
+	vkEnumeratePhysicalDevices(*instance, &n, NULL);
+	VkPhysicalDevice pds[16];
+	if (n > 16)
+		n = 16;
+	vkEnumeratePhysicalDevices(*instance, &n, pds);
+	if (index >= n) {
+		fprintf(stderr, "no device %u\n", index);
+		exit(1);
+	}
+	vkGetPhysicalDeviceProperties(pds[index], props);
+	return pds[index];
+}
+
+void plain_buffer_make(VkPhysicalDevice pd, VkDevice dev, VkDeviceSize size, VkBuffer *buf,
+		       VkDeviceMemory *mem)
+{
+	VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+				 .size = size,
+				 .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
+	VK(vkCreateBuffer(dev, &bi, NULL, buf));
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(dev, *buf, &req);
+	VkPhysicalDeviceMemoryProperties mp;
+	vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+	uint32_t type = 0;
+	for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
+		if ((req.memoryTypeBits & (1u << i)) &&
+		    (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
+			type = i;
+			break;
+		}
+	VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+				   .allocationSize = req.size,
+				   .memoryTypeIndex = type};
+	VK(vkAllocateMemory(dev, &ai, NULL, mem));
+	VK(vkBindBufferMemory(dev, *buf, *mem, 0));
+}
+
+void plain_timeline_wait(VkDevice dev, VkSemaphore sem, uint64_t value)
+{
+	VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+				  .semaphoreCount = 1,
+				  .pSemaphores = &sem,
+				  .pValues = &value};
+	VK(vkWaitSemaphores(dev, &wi, 10ull * 1000 * 1000 * 1000));
+}

@@ -34,6 +34,16 @@ void plain_kernel_make(VkDevice dev, const char *dir, const char *name, uint32_t
 		       uint32_t push, struct plain_kernel *k);
 void plain_kernel_destroy(VkDevice dev, struct plain_kernel *k);
 
+/* An instance and its physical device `index` (exits when there is none);
+ * its properties in `props`. */
+VkPhysicalDevice plain_device_open(const char *app_name, uint32_t index, VkInstance *instance,
+				   VkPhysicalDeviceProperties *props);
+/* A storage buffer of `size` bytes in device-local memory of its own. */
+void plain_buffer_make(VkPhysicalDevice pd, VkDevice dev, VkDeviceSize size, VkBuffer *buf,
+		       VkDeviceMemory *mem);
+/* Wait (10 s at most) for timeline `sem` to reach `value`. */
+void plain_timeline_wait(VkDevice dev, VkSemaphore sem, uint64_t value);
+
 /* CLOCK_MONOTONIC in seconds. */
 double plain_now_s(void);
 /* qsort's comparison of doubles. */

@@ -50,30 +50,6 @@ struct probe {
 	PFN_vkCmdPushDescriptorSetKHR push_descriptor;
 };
 
-static void make_buffer(struct probe *p, VkDeviceSize size, VkBuffer *buf, VkDeviceMemory *mem)
-{
-	VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-				 .size = size,
-				 .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
-	VK(vkCreateBuffer(p->dev, &bi, NULL, buf));
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(p->dev, *buf, &req);
-	VkPhysicalDeviceMemoryProperties mp;
-	vkGetPhysicalDeviceMemoryProperties(p->physical, &mp);
-	uint32_t type = 0;
-	for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
-		if ((req.memoryTypeBits & (1u << i)) &&
-		    (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
-			type = i;
-			break;
-		}
-	VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-				   .allocationSize = req.size,
-				   .memoryTypeIndex = type};
-	VK(vkAllocateMemory(p->dev, &ai, NULL, mem));
-	VK(vkBindBufferMemory(p->dev, *buf, *mem, 0));
-}
-
 static void record(struct probe *p, VkCommandBuffer cmd, const struct plain_kernel *k,
 		   const VkBuffer *bufs, uint32_t n, const void *push, uint32_t push_size,
 		   uint32_t groups)
@@ -123,11 +99,7 @@ static uint64_t completed(struct probe *p, struct queue *q)
 
 static void wait_for(struct probe *p, struct queue *q, uint64_t value)
 {
-	VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-				  .semaphoreCount = 1,
-				  .pSemaphores = &q->timeline,
-				  .pValues = &value};
-	VK(vkWaitSemaphores(p->dev, &wi, 10ull * 1000 * 1000 * 1000));
+	plain_timeline_wait(p->dev, q->timeline, value);
 }
 
 /* Median and p99 of SAMPLES latency round trips, with or without load. */
@@ -260,9 +232,9 @@ static int open_probe(VkPhysicalDevice pd, enum setup setup, const char *dir, st
 
 	plain_kernel_make(p->dev, dir, "fill.spv", 1, 8, &p->fill);
 	plain_kernel_make(p->dev, dir, "saxpy.spv", 2, 8, &p->saxpy);
-	make_buffer(p, 1024, &p->small, &p->memory[0]);
-	make_buffer(p, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->x, &p->memory[1]);
-	make_buffer(p, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->y, &p->memory[2]);
+	plain_buffer_make(p->physical, p->dev, 1024, &p->small, &p->memory[0]);
+	plain_buffer_make(p->physical, p->dev, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->x, &p->memory[1]);
+	plain_buffer_make(p->physical, p->dev, (VkDeviceSize)LOAD_ELEMENTS * 4, &p->y, &p->memory[2]);
 	p->load_cmd = command_buffer(p, &p->load);
 	p->latency_cmd = command_buffer(p, &p->latency);
 	struct { float alpha; uint32_t n; } sp = {1.0f, LOAD_ELEMENTS};
@@ -298,25 +270,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint32_t want = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
-	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-				 .pApplicationName = "queue_priority",
-				 .apiVersion = VK_API_VERSION_1_2};
-	VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-				   .pApplicationInfo = &app};
 	VkInstance instance;
-	VK(vkCreateInstance(&ii, NULL, &instance));
-	uint32_t n = 0;
-	vkEnumeratePhysicalDevices(instance, &n, NULL);
-	VkPhysicalDevice pds[16];
-	if (n > 16)
-		n = 16;
-	vkEnumeratePhysicalDevices(instance, &n, pds);
-	if (want >= n) {
-		fprintf(stderr, "no device %u\n", want);
-		return 1;
-	}
 	VkPhysicalDeviceProperties props;
-	vkGetPhysicalDeviceProperties(pds[want], &props);
+	VkPhysicalDevice pd = plain_device_open("queue_priority", want, &instance, &props);
 	printf("queue_priority: %s; latency of one tiny dispatch + wait, idle and with %d saxpy "
 	       "dispatches of %u floats in flight on another queue (us)\n",
 	       props.deviceName, LOAD_IN_FLIGHT, LOAD_ELEMENTS);
@@ -324,7 +280,7 @@ int main(int argc, char **argv)
 	       "load p99", "x idle");
 	for (int s = 0; s < SETUPS; s++) {
 		struct probe p;
-		if (open_probe(pds[want], (enum setup)s, argv[1], &p) < 0) {
+		if (open_probe(pd, (enum setup)s, argv[1], &p) < 0) {
 			printf("  %-16s (not available on this device)\n", setup_names[s]);
 			continue;
 		}

@@ -58,30 +58,6 @@ struct busy {
 	pthread_t thread;
 };
 
-static void make_buffer(struct probe *p, VkDeviceSize size, VkBuffer *buf, VkDeviceMemory *mem)
-{
-	VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-				 .size = size,
-				 .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT};
-	VK(vkCreateBuffer(p->dev, &bi, NULL, buf));
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(p->dev, *buf, &req);
-	VkPhysicalDeviceMemoryProperties mp;
-	vkGetPhysicalDeviceMemoryProperties(p->physical, &mp);
-	uint32_t type = 0;
-	for (uint32_t i = 0; i < mp.memoryTypeCount; i++)
-		if ((req.memoryTypeBits & (1u << i)) &&
-		    (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) {
-			type = i;
-			break;
-		}
-	VkMemoryAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-				   .allocationSize = req.size,
-				   .memoryTypeIndex = type};
-	VK(vkAllocateMemory(p->dev, &ai, NULL, mem));
-	VK(vkBindBufferMemory(p->dev, *buf, *mem, 0));
-}
-
 static void make_queue(struct probe *p, uint32_t family, uint32_t index, struct queue *q)
 {
 	vkGetDeviceQueue(p->dev, family, index, &q->vk);
@@ -161,11 +137,7 @@ static uint64_t submit(struct queue *q, VkCommandBuffer cmd)
 
 static void wait_for(struct probe *p, struct queue *q, uint64_t value)
 {
-	VkSemaphoreWaitInfo wi = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-				  .semaphoreCount = 1,
-				  .pSemaphores = &q->timeline,
-				  .pValues = &value};
-	VK(vkWaitSemaphores(p->dev, &wi, 10ull * 1000 * 1000 * 1000));
+	plain_timeline_wait(p->dev, q->timeline, value);
 }
 
 /* Keep the busy queue BUSY_IN_FLIGHT submissions deep until told to stop. */
@@ -296,8 +268,8 @@ static void open_probe(VkPhysicalDevice pd, const char *dir, uint32_t steps, str
 	if (other >= 0)
 		make_queue(p, p->other_family, 0, &p->other);
 	plain_kernel_make(p->dev, dir, "spin.spv", 2, 4, &p->spin);
-	make_buffer(p, 64 * 4, &p->out, &p->memory[0]);
-	make_buffer(p, 4, &p->count, &p->memory[1]);
+	plain_buffer_make(p->physical, p->dev, 64 * 4, &p->out, &p->memory[0]);
+	plain_buffer_make(p->physical, p->dev, 4, &p->count, &p->memory[1]);
 }
 
 static void close_probe(struct probe *p)
@@ -324,27 +296,11 @@ int main(int argc, char **argv)
 	}
 	uint32_t want = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
 	uint32_t steps = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 524288;
-	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-				 .pApplicationName = "queue_share",
-				 .apiVersion = VK_API_VERSION_1_2};
-	VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-				   .pApplicationInfo = &app};
 	VkInstance instance;
-	VK(vkCreateInstance(&ii, NULL, &instance));
-	uint32_t n = 0;
-	vkEnumeratePhysicalDevices(instance, &n, NULL);
-	VkPhysicalDevice pds[16];
-	if (n > 16)
-		n = 16;
-	vkEnumeratePhysicalDevices(instance, &n, pds);
-	if (want >= n) {
-		fprintf(stderr, "no device %u\n", want);
-		return 1;
-	}
 	VkPhysicalDeviceProperties props;
-	vkGetPhysicalDeviceProperties(pds[want], &props);
+	VkPhysicalDevice pd = plain_device_open("queue_share", want, &instance, &props);
 	struct probe p;
-	open_probe(pds[want], argv[1], steps, &p);
+	open_probe(pd, argv[1], steps, &p);
 	printf("queue_share: %s; family %u with %u queues; spin kernel of %u steps, one "
 	       "workgroup; busy queues %d submissions deep; latency of one kernel + wait (us)\n",
 	       props.deviceName, p.family, p.nqueues, steps, BUSY_IN_FLIGHT);
