@@ -113,6 +113,16 @@ static ruda_status spin(ruda_client *c, ruda_kernel k, ruda_handle *bufs, int n,
 	return st;
 }
 
+/* tests/shaders/spin.comp in `c`, and its two buffers (the lanes' values,
+ * the launch count), zeroed. */
+static ruda_kernel spin_setup(ruda_client *c, ruda_handle bufs[2])
+{
+	uint32_t zeros[64] = {0};
+	ck_assert_int_eq(ruda_client_create(c, zeros, sizeof(zeros), &bufs[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_create(c, zeros, 4, &bufs[1]), RUDA_OK);
+	return test_register(c, "tests/shaders/spin", 2, 4);
+}
+
 /* Another session's long work does not hold a short launch back: B's one
  * launch, sent after A's long backlog, is done long before A's is. */
 static void short_beside_long(const char *const *args)
@@ -120,14 +130,8 @@ static void short_beside_long(const char *const *args)
 	struct test_daemon d;
 	test_daemon_start(&d, args);
 	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
-	ruda_kernel ka = test_register(a, "tests/shaders/spin", 2, 4);
-	ruda_kernel kb = test_register(b, "tests/shaders/spin", 2, 4);
-	uint32_t zeros[64] = {0};
 	ruda_handle ha[2], hb[2];
-	ck_assert_int_eq(ruda_client_create(a, zeros, sizeof(zeros), &ha[0]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(a, zeros, 4, &ha[1]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(b, zeros, sizeof(zeros), &hb[0]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(b, zeros, 4, &hb[1]), RUDA_OK);
+	ruda_kernel ka = spin_setup(a, ha), kb = spin_setup(b, hb);
 	/* A's long work alone, timed: enough launches for a quarter second */
 	uint32_t steps = 1u << 19;
 	int n = 8;
@@ -205,14 +209,8 @@ START_TEST(sync_ends_its_rounds_submission)
 	test_daemon_start(&d, lanes_on_one_queue);
 	unsetenv("RUDA_LANE_INFLIGHT_US");
 	ruda_client *a = test_connect(&d, "backlog"), *b = test_connect(&d, "waits");
-	ruda_kernel ka = test_register(a, "tests/shaders/spin", 2, 4);
-	ruda_kernel kb = test_register(b, "tests/shaders/spin", 2, 4);
-	uint32_t zeros[64] = {0};
 	ruda_handle ha[2], hb[2];
-	ck_assert_int_eq(ruda_client_create(a, zeros, sizeof(zeros), &ha[0]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(a, zeros, 4, &ha[1]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(b, zeros, sizeof(zeros), &hb[0]), RUDA_OK);
-	ck_assert_int_eq(ruda_client_create(b, zeros, 4, &hb[1]), RUDA_OK);
+	ruda_kernel ka = spin_setup(a, ha), kb = spin_setup(b, hb);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
 	/* A's kernel: a ms or more, so its first two submissions (4 rounds
