@@ -562,6 +562,35 @@ int raw_closed_by_peer(int fd, int timeout_ms)
 	return 0;
 }
 
+Ruda__Reply *test_admin_call(const struct test_daemon *d, Ruda__Admin *admin)
+{
+	int fd = raw_connect(d);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
+	Ruda__Request req = RUDA__REQUEST__INIT;
+	req.id = 2;
+	req.body_case = RUDA__REQUEST__BODY_ADMIN;
+	req.admin = admin;
+	ck_assert_int_eq(raw_send_request(fd, &req), 0);
+	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(reply->status, RUDA_OK);
+	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+	close(fd);
+	return reply;
+}
+
+Ruda__Reply *test_admin_status(const struct test_daemon *d)
+{
+	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_STATUS;
+	admin.status = &status;
+	Ruda__Reply *reply = test_admin_call(d, &admin);
+	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_STATUS);
+	return reply;
+}
+
 ruda_status test_inject_device_loss(const struct test_daemon *d, uint32_t device,
 				      uint32_t *sessions)
 {

@@ -120,6 +120,12 @@ ruda_status raw_hello_fds(int fd, uint64_t id, int fds[2]);
 /* Whether the daemon has closed this connection (EOF within timeout_ms). */
 int raw_closed_by_peer(int fd, int timeout_ms);
 
+/* One admin request on a fresh raw session, answered RUDA_OK (asserted);
+ * the reply (ruda__reply__free_unpacked it). */
+Ruda__Reply *test_admin_call(const struct test_daemon *d, Ruda__Admin *admin);
+/* AdminStatus, as test_admin_call; its status in reply->admin->status. */
+Ruda__Reply *test_admin_status(const struct test_daemon *d);
+
 /* Admin inject_device_loss for `device` over a raw connection (rudad
  * started with RUDA_TEST_FAULTS=1 and the caller an administrator);
  * returns the reply's status. When accepted, the same connection then

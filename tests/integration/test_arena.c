@@ -26,22 +26,7 @@ struct arena_figures {
  * asking has an arena too (never imported). */
 static struct arena_figures admin_figures(const struct test_daemon *d)
 {
-	int fd = raw_connect(d);
-	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
-	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
-	Ruda__Admin admin = RUDA__ADMIN__INIT;
-	admin.body_case = RUDA__ADMIN__BODY_STATUS;
-	admin.status = &status;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.id = 2;
-	req.body_case = RUDA__REQUEST__BODY_ADMIN;
-	req.admin = &admin;
-	ck_assert_int_eq(raw_send_request(fd, &req), 0);
-	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_int_eq(reply->status, RUDA_OK);
-	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
-	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_STATUS);
+	Ruda__Reply *reply = test_admin_status(d);
 	const Ruda__AdminStatusReply *st = reply->admin->status;
 	ck_assert_uint_ge(st->n_devices, 1);
 	struct arena_figures f = {
@@ -53,7 +38,6 @@ static struct arena_figures admin_figures(const struct test_daemon *d)
 		.max_arena = st->max_arena_size,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
-	close(fd);
 	return f;
 }
 
@@ -62,20 +46,11 @@ static struct arena_figures admin_figures(const struct test_daemon *d)
 static void admin_client_flags(const struct test_daemon *d, const char *name, int *imported,
 			       int *own)
 {
-	int fd = raw_connect(d);
-	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
 	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
 	Ruda__Admin admin = RUDA__ADMIN__INIT;
 	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
 	admin.clients = &clients;
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.id = 2;
-	req.body_case = RUDA__REQUEST__BODY_ADMIN;
-	req.admin = &admin;
-	ck_assert_int_eq(raw_send_request(fd, &req), 0);
-	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
+	Ruda__Reply *reply = test_admin_call(d, &admin);
 	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
 	int found = 0;
 	for (size_t i = 0; i < reply->admin->clients->n_clients; i++) {
@@ -88,7 +63,6 @@ static void admin_client_flags(const struct test_daemon *d, const char *name, in
 	}
 	ck_assert_msg(found, "no client named %s", name);
 	ruda__reply__free_unpacked(reply, NULL);
-	close(fd);
 }
 
 static void round_trip(ruda_client *c, size_t size, uint64_t seed)

@@ -46,24 +46,6 @@ static void assert_client_healthy(void)
 
 /* ---- admin figures, over a raw connection ------------------------------- */
 
-/* One admin request on a fresh raw session; the reply (free it). */
-static Ruda__Reply *admin_call(const struct test_daemon *d, Ruda__Admin *admin)
-{
-	int fd = raw_connect(d);
-	ck_assert_int_eq(raw_hello(fd, 1), RUDA_OK);
-	Ruda__Request req = RUDA__REQUEST__INIT;
-	req.id = 2;
-	req.body_case = RUDA__REQUEST__BODY_ADMIN;
-	req.admin = admin;
-	ck_assert_int_eq(raw_send_request(fd, &req), 0);
-	Ruda__Reply *reply = raw_recv_reply(fd, 10000, NULL);
-	ck_assert_ptr_nonnull(reply);
-	ck_assert_int_eq(reply->status, RUDA_OK);
-	ck_assert_int_eq(reply->body_case, RUDA__REPLY__BODY_ADMIN);
-	close(fd);
-	return reply;
-}
-
 struct staging_totals {
 	uint64_t bytes;
 	uint32_t regions, importing;
@@ -72,12 +54,7 @@ struct staging_totals {
 /* AdminStatus: every client's staging regions together. */
 static struct staging_totals admin_totals(const struct test_daemon *d)
 {
-	Ruda__AdminStatus status = RUDA__ADMIN_STATUS__INIT;
-	Ruda__Admin admin = RUDA__ADMIN__INIT;
-	admin.body_case = RUDA__ADMIN__BODY_STATUS;
-	admin.status = &status;
-	Ruda__Reply *reply = admin_call(d, &admin);
-	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_STATUS);
+	Ruda__Reply *reply = test_admin_status(d);
 	const Ruda__AdminStatusReply *st = reply->admin->status;
 	struct staging_totals t = {st->staging_bytes, st->staging_regions, st->staging_importing};
 	ruda__reply__free_unpacked(reply, NULL);
@@ -96,7 +73,7 @@ static struct client_figures admin_client(const struct test_daemon *d, const cha
 	Ruda__Admin admin = RUDA__ADMIN__INIT;
 	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
 	admin.clients = &clients;
-	Ruda__Reply *reply = admin_call(d, &admin);
+	Ruda__Reply *reply = test_admin_call(d, &admin);
 	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
 	struct client_figures f = {0};
 	int found = 0;
