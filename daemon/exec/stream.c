@@ -443,7 +443,7 @@ static int hold_once(struct ruda_submission *sub, struct ruda_ref *ref)
 static bool express_ready(const struct ruda_stream *s)
 {
 	const struct ruda_device *d = s->device;
-	return s->lane->inflight && !s->ndeferred && !s->recording && !s->wait_value &&
+	return s->lane->express && s->lane->inflight && !s->ndeferred && !s->recording && !s->wait_value &&
 	       s->last_value <= atomic_load(&d->queue_done[s->queue]);
 }
 
