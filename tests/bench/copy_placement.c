@@ -73,6 +73,7 @@ static struct buffer make_buffer(struct probe *p, VkDeviceMemory memory, VkDevic
 	VkBufferCreateInfo bi = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
 				 .size = buffer_size,
 				 .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+					  VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
 					  VK_BUFFER_USAGE_TRANSFER_DST_BIT |
 					  VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT};
 	VK(vkCreateBuffer(p->dev, &bi, NULL, &b.vk));
@@ -163,6 +164,31 @@ static double speed(struct probe *p, int saxpy, const struct buffer *a, const st
 		t[i] = dispatches(p, k, a, b, push, push_size, LAUNCHES);
 	qsort(t, REPS, sizeof(*t), plain_cmp_double);
 	return (saxpy ? 3.0 : 2.0) * (double)buffer_size * LAUNCHES / t[REPS / 2] / 1e9;
+}
+
+/* GB/s of one vkCmdCopyBuffer of a into b a submission, as to_client
+ * records it: the median of REPS, each after `idle_ms` of an idle device. */
+static double copy_command_speed(struct probe *p, const struct buffer *a, const struct buffer *b,
+				 int idle_ms)
+{
+	double t[REPS];
+	for (int i = -1; i < REPS; i++) {
+		VK(vkResetCommandPool(p->dev, p->pool, 0));
+		VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+					       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+		VK(vkBeginCommandBuffer(p->cmd, &bi));
+		VkBufferCopy region = {.size = buffer_size};
+		vkCmdCopyBuffer(p->cmd, a->vk, b->vk, 1, &region);
+		VK(vkEndCommandBuffer(p->cmd));
+		if (idle_ms)
+			usleep((useconds_t)idle_ms * 1000);
+		double t0 = plain_now_s();
+		run(p);
+		if (i >= 0)
+			t[i] = plain_now_s() - t0;
+	}
+	qsort(t, REPS, sizeof(*t), plain_cmp_double);
+	return (double)buffer_size / t[REPS / 2] / 1e9;
 }
 
 static void open_probe(VkPhysicalDevice pd, const char *dir, struct probe *p)
@@ -278,6 +304,10 @@ int main(int argc, char **argv)
 		print_pair(what, &a[i], &b[i], speed(&p, 0, &a[i], &b[i]),
 			   speed(&p, 1, &a[i], &b[i]));
 	}
+	printf("vkCmdCopyBuffer a0->b0, one a submission (GB/s of bytes moved): back to back "
+	       "%.0f, after 20 ms idle %.0f, after 1 s idle %.0f; copy.comp alone %.0f\n",
+	       copy_command_speed(&p, &a[0], &b[0], 0), copy_command_speed(&p, &a[0], &b[0], 20),
+	       copy_command_speed(&p, &a[0], &b[0], 1000), speed(&p, 0, &a[0], &b[0]) / 2);
 	printf("crossed: copy from a[i] to b[j]\n");
 	for (int i = 0; i < PAIRS; i += 2)
 		for (int j = 1; j < PAIRS; j += 2) {
