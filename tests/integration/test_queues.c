@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,14 +266,21 @@ START_TEST(sync_ends_its_rounds_submission)
 }
 END_TEST
 
-/* Device 0's express launches so far (AdminStatus). */
-static uint64_t express_launches(const struct test_daemon *d)
+/* Device 0's express launches so far, or its submissions in flight
+ * (AdminStatus). */
+static uint64_t device_figure(const struct test_daemon *d, bool inflight)
 {
 	Ruda__Reply *reply = test_admin_status(d);
 	ck_assert_uint_ge(reply->admin->status->n_devices, 1);
-	uint64_t n = reply->admin->status->devices[0]->express_launches;
+	const Ruda__AdminDevice *dev = reply->admin->status->devices[0];
+	uint64_t n = inflight ? dev->inflight : dev->express_launches;
 	ruda__reply__free_unpacked(reply, NULL);
 	return n;
+}
+
+static uint64_t express_launches(const struct test_daemon *d)
+{
+	return device_figure(d, false);
 }
 
 /* A launch of a stream with nothing of its own in flight goes to its busy
@@ -297,9 +305,16 @@ START_TEST(an_idle_streams_launch_goes_at_once)
 	uint32_t warm = 0;
 	uint32_t steps = long_spin_steps(a, ka, ha, &kernel_s, &warm);
 	uint64_t before = express_launches(&d);
-	enum { N = 200, CHAINS = 3, LINKS = 5 };
+	/* A's backlog (~0.6 s and more) outlasts B's chains by far, even
+	 * with every core busy elsewhere: each chain begins beside it */
+	enum { N = 1000, CHAINS = 3, LINKS = 5 };
+	double t0 = test_now();
 	ck_assert_int_eq(spin(a, ka, ha, N, steps), RUDA_OK);
 	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
+	/* the lane's rounds start at the end of a loop iteration: B begins
+	 * once they are on the queue */
+	for (int tries = 0; tries < 500 && !device_figure(&d, true); tries++)
+		usleep(1000);
 	uint32_t want = 0;
 	for (int chain = 0; chain < CHAINS; chain++) {
 		for (int i = 1; i <= LINKS; i++) {
@@ -312,7 +327,11 @@ START_TEST(an_idle_streams_launch_goes_at_once)
 		ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
 	}
 	uint64_t during = express_launches(&d) - before;
+	double b_took = test_now() - t0;
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double a_took = test_now() - t0;
+	ck_assert_msg(b_took < a_took / 2, "B's chains (%.3f s) did not all begin beside A's %.3f s",
+		      b_took, a_took);
 	uint32_t got = 0, count = 0;
 	ck_assert_int_eq(ruda_client_read_one(b, hx, &got), RUDA_OK);
 	ck_assert_msg(got == want, "B's chains: %u, in order %u", got, want);
