@@ -145,6 +145,14 @@ $(BUILD)/gen/combine_flushing.spv.inc: daemon/exec/combine.comp
 $(BUILD)/obj/daemon/exec/combine.o: $(BUILD)/gen/combine.spv.inc \
 	$(BUILD)/gen/combine_subnormals.spv.inc $(BUILD)/gen/combine_flushing.spv.inc
 
+# and the copy kernel of large device-local copies (RUDA_DEVICE_COPY=kernel)
+$(BUILD)/gen/copy_kernel.spv.inc: daemon/exec/copy_kernel.comp
+	@mkdir -p $(BUILD)/gen
+	$(say) GLSLC $@
+	$(Q)$(GLSLC) --target-env=vulkan1.2 -O -mfmt=c -o $@ $<
+
+$(BUILD)/obj/daemon/exec/copy_kernel.o: $(BUILD)/gen/copy_kernel.spv.inc
+
 # ---- objects ------------------------------------------------------------
 
 # <ruda/ruda.h> is libruda's: rudad's objects are compiled without it (they

@@ -25,6 +25,7 @@
 
 struct ruda_device;
 struct ruda_combine;
+struct ruda_copy_kernel;
 struct ruda_indirect;
 struct ruda_lanes;
 
@@ -213,6 +214,9 @@ struct ruda_device {
 	struct ruda_indirect *indirect;
 	/* all-reduce's combine kernel: likewise, by exec/combine.c */
 	struct ruda_combine *combine;
+	/* how device-local copies are recorded (RUDA_DEVICE_COPY) and the
+	 * copy kernel: likewise, by exec/copy_kernel.c */
+	struct ruda_copy_kernel *copy_kernel;
 	struct ruda_device_stats stats;
 	struct ruda_priority_state priority; /* scheduling (session.c, priority.c) */
 	/* called on the loop after completions were processed */

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "device/device.h"
+#include "exec/copy_kernel.h"
 #include "exec/stream.h"
 
 int ruda__copy_submit(struct ruda_device *d, const struct ruda_copy *c, struct ruda_waiter *waiter,
@@ -19,12 +20,16 @@ int ruda__copy_submit(struct ruda_device *d, const struct ruda_copy *c, struct r
 			return -ENOMEM;
 		}
 	if (c->after_transfer)
-		ruda__record_transfer_barrier(sub->cmd);
+		ruda__record_copy_barrier(sub->cmd);
 	if (c->zero) {
 		vkCmdFillBuffer(sub->cmd, c->dst, c->zero_from, VK_WHOLE_SIZE, 0);
-		ruda__record_barrier(sub->cmd);
+		ruda__record_barrier(sub->cmd); /* covers a kernel copy after it */
 	}
-	if (c->region.size)
+	/* the submission's closing barrier (all commands -> host) and the
+	 * waits of later ones (all commands) cover a kernel copy as well */
+	if (c->region.size && c->device_local)
+		ruda__device_copy_record(d, sub->cmd, c->src, c->dst, &c->region, 1);
+	else if (c->region.size)
 		vkCmdCopyBuffer(sub->cmd, c->src, c->dst, 1, &c->region);
 	ruda__submission_add_waiter(sub, waiter);
 	if (ruda__submission_submit(sub) != 0)

@@ -1,12 +1,14 @@
 /*
  * A copy between daemon-owned buffers in a submission of its own on one
  * device's queue, outside every stream: how collectives and ToClient move
- * bytes through host staging imported into several devices. Every such
- * command is recorded here, as a stream's are in stream.c.
+ * bytes through host staging imported into several devices, or through
+ * shared windows between logical devices of one GPU. Every such command
+ * is recorded here, as a stream's are in stream.c.
  */
 #ifndef RUDA_COPY_H
 #define RUDA_COPY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
@@ -18,8 +20,11 @@ struct ruda_copy {
 	VkBuffer src, dst;
 	VkBufferCopy region;      /* nothing is copied when its size is 0 */
 	struct ruda_ref *hold[2]; /* kept alive until the copy is done (NULL: none) */
-	/* src was written by an earlier transfer on this queue: wait for it */
+	/* src was written by an earlier copy on this queue: wait for it */
 	int after_transfer;
+	/* src and dst are device memory (buffers, shared windows), not host
+	 * memory: the copy may go by kernel (copy_kernel.h) */
+	bool device_local;
 	/* zero dst from `zero_from` to its end first (the word a copy does not
 	 * reach may hold another client's bytes) */
 	int zero;

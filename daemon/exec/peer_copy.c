@@ -103,6 +103,7 @@ static void send_next(struct slot *s)
 		.dst = p->window->from.buffer,
 		.region = {.srcOffset = s->offset, .dstOffset = s->index * p->chunk, .size = s->len},
 		.hold = {&p->window->ref, &p->src->ref},
+		.device_local = true,
 	};
 	submit(s, p->window->from.device, &c, out_done);
 }
@@ -123,6 +124,7 @@ static void out_done(struct ruda_waiter *base, int status)
 				   .dstOffset = p->dst_offset + s->offset,
 				   .size = s->len},
 			.hold = {&p->window->ref, &p->dst->ref},
+			.device_local = true,
 			.zero = last && p->zero_tail,
 			.zero_from = p->zero_from,
 		};

@@ -7,6 +7,7 @@
 #include "memory/arena.h"
 #include "memory/buffer.h"
 #include "device/device.h"
+#include "exec/copy_kernel.h"
 #include "exec/indirect.h"
 #include "common/log.h"
 #include "exec/pipeline.h"
@@ -147,15 +148,16 @@ void ruda__record_barrier(VkCommandBuffer cmd)
 			     1, &barrier, 0, NULL, 0, NULL);
 }
 
-void ruda__record_transfer_barrier(VkCommandBuffer cmd)
+void ruda__record_copy_barrier(VkCommandBuffer cmd)
 {
+	VkPipelineStageFlags copies =
+		VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
 	VkMemoryBarrier barrier = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+		.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT,
 	};
-	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-			     1, &barrier, 0, NULL, 0, NULL);
+	vkCmdPipelineBarrier(cmd, copies, copies, 0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
 /* The command buffer being recorded, begun if there is none. */
@@ -329,14 +331,19 @@ ruda_status ruda__stream_read(struct ruda_stream *s, struct ruda_buffer *src, ui
 
 ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
 				      const VkBufferCopy *regions, uint32_t n,
-				      struct ruda_ref *hold, struct ruda_ref *hold2)
+				      bool device_local, struct ruda_ref *hold,
+				      struct ruda_ref *hold2)
 {
+	/* record() orders it after the earlier commands by a barrier that
+	 * covers a kernel copy as well, and the next command records one too */
 	VkCommandBuffer cmd = record(s);
 	if (!cmd || (hold && ruda__submission_hold(s->recording, hold) < 0) ||
 	    (hold2 && ruda__submission_hold(s->recording, hold2) < 0))
 		return RUDA_ERROR_OUT_OF_MEMORY;
-	if (n)
+	if (!device_local && n)
 		vkCmdCopyBuffer(cmd, src, dst, n, regions);
+	else if (ruda__device_copy_record(s->device, cmd, src, dst, regions, n))
+		bound(s)->pipeline = NULL; /* the copy kernel is bound now */
 	return after_record(s);
 }
 

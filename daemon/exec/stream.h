@@ -176,10 +176,12 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *pip
 /* Copy `n` regions from `src` to `dst` (daemon-owned buffers, e.g. host
  * staging imported into this device) after everything recorded before
  * it; `hold` and `hold2` (either may be NULL) stay alive until the copy is
- * done. */
+ * done. `device_local`: both are device memory (buffers, shared windows),
+ * so the copy may go by kernel (exec/copy_kernel.h); host memory never. */
 ruda_status ruda__stream_copy_regions(struct ruda_stream *s, VkBuffer src, VkBuffer dst,
 				      const VkBufferCopy *regions, uint32_t n,
-				      struct ruda_ref *hold, struct ruda_ref *hold2);
+				      bool device_local, struct ruda_ref *hold,
+				      struct ruda_ref *hold2);
 
 /* Record an inline-executed secondary command buffer of `commands` commands
  * (a graph's replay), keeping `hold` alive until it has run. */
@@ -189,9 +191,11 @@ ruda_status ruda__stream_execute(struct ruda_stream *s, VkCommandBuffer secondar
 /* Record into `cmd` the barrier that orders each command of a stream after
  * the ones before it. */
 void ruda__record_barrier(VkCommandBuffer cmd);
-/* The narrower one before a copy that reads what an earlier transfer on
- * the same queue wrote (exec/copy.c). */
-void ruda__record_transfer_barrier(VkCommandBuffer cmd);
+/* The narrower one before a copy that reads what an earlier copy on the
+ * same queue wrote (exec/copy.c): either may be a vkCmdCopyBuffer or the
+ * copy kernel (exec/copy_kernel.h), so it covers transfers and compute
+ * shaders both ways. */
+void ruda__record_copy_barrier(VkCommandBuffer cmd);
 /* Record one dispatch of `p` into `cmd` (pipeline bound and bindings pushed
  * unless `cache` says they are already, push constants set; dynamic counts
  * clamped first, see indirect.h); the caller keeps what it uses alive. */

@@ -465,7 +465,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		if (made == RUDA_OK) {
 			ruda__stream_note_use(s->current, src); /* the copy may submit */
 			made = ruda__stream_copy_regions(s->current, src->vk, tmp ? tmp->vk : into,
-							 &region, 1, &src->ref,
+							 &region, 1, true, &src->ref,
 							 tmp ? &tmp->ref : hold);
 		}
 		if (made != RUDA_OK) {
@@ -497,7 +497,7 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 		};
 		if (w)
 			ruda__stream_note_use(s->current, src); /* the copy may submit */
-		if (!w || ruda__stream_copy_regions(s->current, src->vk, host, &region, 1,
+		if (!w || ruda__stream_copy_regions(s->current, src->vk, host, &region, 1, false,
 						    &src->ref, &op->staging->ref) != RUDA_OK) {
 			free(w);
 			ruda__collective_fail(op, RUDA_ERROR_OUT_OF_MEMORY,

@@ -34,6 +34,7 @@
 #include "device/device.h"
 #include "exec/combine.h"
 #include "exec/copy.h"
+#include "exec/copy_kernel.h"
 #include "exec/peer_copy.h"
 #include "exec/stream.h"
 #include "memory/buffer.h"
@@ -292,6 +293,7 @@ static void send_in(struct peer_reduce *pr, uint32_t s)
 			.region = {.srcOffset = off, .dstOffset = s * pr->chunk, .size = len},
 			.hold = {&win->ref, &tmp->ref},
 			.after_transfer = 1, /* tmp's copy, the slot's last out-copy */
+			.device_local = true,
 		};
 		if (win->from.device)
 			win->from.device->stats.peer_bytes_out += len;
@@ -333,15 +335,17 @@ static void combine(struct peer_reduce *pr, uint32_t s)
 		ruda__combine_record(d, kernel, cmd, acc->vk, off, pr->windows[j]->to.buffer,
 				     s * pr->chunk, len, op->elem, op->reduce);
 	}
+	/* after the last combine; the copies, by kernel or not, all read acc
+	 * and write where nothing else in this submission does */
 	ruda__record_barrier(cmd);
 	for (uint32_t j = 1; j < op->n; j++) {
 		VkBufferCopy back = {.srcOffset = off, .dstOffset = s * pr->chunk, .size = len};
-		vkCmdCopyBuffer(cmd, acc->vk, pr->windows[j]->to.buffer, 1, &back);
+		ruda__device_copy_record(d, cmd, acc->vk, pr->windows[j]->to.buffer, &back, 1);
 	}
 	if (dst) {
 		VkBufferCopy out = {.srcOffset = off, .dstOffset = op->parts[0].dst_offset + off,
 				    .size = len};
-		vkCmdCopyBuffer(cmd, acc->vk, dst->vk, 1, &out);
+		ruda__device_copy_record(d, cmd, acc->vk, dst->vk, &out, 1);
 	}
 	d->stats.peer_bytes_out += len * (op->n - 1);
 	struct peer_waiter *w = &slot->w[0];
@@ -372,6 +376,7 @@ static void send_out(struct peer_reduce *pr, uint32_t s)
 				   .dstOffset = op->parts[j].dst_offset + off,
 				   .size = len},
 			.hold = {&win->ref, &dst->ref},
+			.device_local = true,
 		};
 		uint64_t value = 0;
 		submit_copy(pr, s, j, win->from.device, &c, &value);

@@ -171,6 +171,7 @@ static void out_of_source_done(struct ruda_waiter *base, int status)
 		 * bytes: zero it first */
 		.zero = has_tail(w->size),
 		.zero_from = w->size & ~(uint64_t)3,
+		.device_local = w->window != NULL, /* host staging stays a DMA */
 	};
 	w->base.done = into_target_done;
 	/* on a failed submission the waiter hears it */
@@ -506,6 +507,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		w->dst->zero_from = packed & ~(uint64_t)3;
 	}
 	VkBuffer into = VK_NULL_HANDLE;
+	/* every destination but host staging is device memory */
+	bool into_host = !lent && !w->tmp && !w->window && w->staging;
 	if (st == RUDA_OK) {
 		into = lent	     ? w->dst->window->from.buffer
 		       : w->tmp	     ? w->tmp->vk
@@ -517,7 +520,7 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	}
 	if (st == RUDA_OK)
 		st = ruda__stream_copy_regions(s->current, src->buffer->vk, into, regions,
-					       packed ? n : 0, &src->buffer->ref,
+					       packed ? n : 0, !into_host, &src->buffer->ref,
 					       w->tmp	    ? &w->tmp->ref
 					       : w->window  ? &w->window->ref
 					       : w->staging ? &w->staging->ref
