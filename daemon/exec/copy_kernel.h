@@ -4,9 +4,10 @@
  * copy goes through (streams' ToClient and all-reduce copies, copy.c's
  * submissions, the all-reduce's write back). On the H200 vkCmdCopyBuffer
  * runs on a copy engine at 119 GB/s for 1 GiB, where a kernel copies
- * about 2 TB/s; `RUDA_DEVICE_COPY=kernel` in rudad's environment sends
- * large aligned copies to the kernel, `command` (the default) keeps them
- * all on vkCmdCopyBuffer. Read once per device, on its first copy; the
+ * about 2 TB/s; on a GPU large aligned copies go to the kernel, on a CPU
+ * device (a memcpy there) to vkCmdCopyBuffer. `RUDA_DEVICE_COPY=kernel`
+ * or `command` in rudad's environment chooses one for every device. Read
+ * once per device, on its first copy; the
  * kernel is made then and torn down with the device (a destroy listener),
  * as the combine kernel is (combine.h).
  */
@@ -27,8 +28,8 @@
 #define RUDA_COPY_KERNEL_MIN_BYTES (1ull << 20)
 
 struct ruda_copy_kernel {
-	/* RUDA_DEVICE_COPY=kernel and the kernel was made: eligible copies go
-	 * by kernel; else every copy is a vkCmdCopyBuffer */
+	/* the kernel wanted (a GPU, or RUDA_DEVICE_COPY=kernel) and made:
+	 * eligible copies go by kernel; else every copy is a vkCmdCopyBuffer */
 	bool on;
 	struct ruda_pipeline_objects kernel; /* owned; none while off */
 	/* bytes one dispatch binds: within maxStorageBufferRange, a multiple

@@ -197,7 +197,8 @@ static double timed_to_client(ruda_client *from, ruda_handle src, ruda_client *t
 
 /* to_client from device 0's client to device 1's, against two baselines:
  * the device's own copy (to_client from device 0's client to itself: one
- * vkCmdCopyBuffer into a new buffer on device 0), timed in turns with it
+ * device copy into a new buffer on device 0, by rudad's copy kernel on a
+ * GPU, docs/design.md "Device copies"), timed in turns with it
  * rep by rep so drift falls on both alike; and the same bytes through the
  * client (read, then create + sync). */
 static void to_client(struct devices *d, uint64_t bytes, int reps)

@@ -183,8 +183,8 @@ static const struct bench_group {
 	 "rudad", "baseline",
 	 "baseline: via client = read each source to the client, reduce there, write each "
 	 "destination, sync (to_client: read + create + sync)\n"
-	 "          device copy = to_client from device 0's client to itself (one "
-	 "vkCmdCopyBuffer on device 0), in turns with to_client rep by rep\n"
+	 "          device copy = to_client from device 0's client to itself (one device "
+	 "copy on device 0: rudad's copy kernel on a GPU), in turns with to_client rep by rep\n"
 	 "GB/s = buffer bytes / time, medians; every result checked against a CPU reference; "
 	 "ratio = rudad / baseline (device copy: the median of each rep's), higher is better"},
 };
