@@ -680,10 +680,8 @@ static void print_devices(const struct snapshot *snap)
 		       " completed%s\n",
 		       "queue", d->inflight, d->submitted, d->completed,
 		       d->lost ? "; DEVICE LOST" : "");
-		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them; %" PRIu64
-		       " express launches\n",
-		       "submits", d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns),
-		       d->express_launches);
+		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them\n", "submits",
+		       d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns));
 		printf("  %-14s %" PRIu64 " pipelines, %" PRIu64 " compiled\n", "kernels",
 		       d->pipelines, d->kernels_compiled);
 		printf("  %-14s %u\n", "clients", d->clients);

@@ -289,7 +289,6 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "staged_copy_bytes", d->staged_copy_bytes);
 	json_u64(j, "queue_submits", d->queue_submits);
 	json_u64(j, "submit_ns", d->submit_ns);
-	json_u64(j, "express_launches", d->express_launches);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

@@ -46,8 +46,7 @@ struct ruda_submission {
 	struct ruda_device *device; /* borrowed */
 	uint32_t queue;  /* which of the device's queues runs it */
 	bool after_all;  /* waits for all work submitted before it, every queue's */
-	/* and/or for one queue's work up to `wait_value` (0: none): another
-	 * queue's, or its own where it starts without a barrier */
+	/* and/or for one other queue's work up to `wait_value` (0: none) */
 	uint32_t wait_queue;
 	uint64_t wait_value;
 	VkCommandBuffer cmd;
@@ -91,9 +90,6 @@ struct ruda_device_stats {
 	 * them (uv_hrtime ns): what submitting costs the loop thread */
 	uint64_t queue_submits;
 	uint64_t submit_ns;
-	/* launches that went to a lane's queue at once, in a submission of
-	 * their own (exec/stream.c, express_ready) */
-	uint64_t express_launches;
 };
 
 struct ruda_device {

@@ -270,10 +270,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 		for (uint32_t i = 0; i < d->nqueues; i++) {
 			uint64_t last = sub->after_all ? atomic_load(&d->queue_submitted[i])
 				      : i == sub->wait_queue ? sub->wait_value : 0;
-			/* its own queue orders what came before, but for an
-			 * explicit wait: a submission without a leading
-			 * barrier that must see its stream's earlier work */
-			if (!last || (i == q && (sub->after_all || sub->wait_queue != q)))
+			if (i == q || !last)
 				continue;
 			waits[nwaits] = d->timelines[i];
 			wait_values[nwaits] = last;

@@ -54,12 +54,9 @@ struct ruda_lane *ruda__lane_of(struct ruda_device *d, uint32_t queue)
 		const char *env = getenv("RUDA_LANE_INFLIGHT_US");
 		uint64_t us = env ? strtoull(env, NULL, 10) : 0;
 		uint64_t inflight_ns = us ? us * 1000u : RUDA_LANE_INFLIGHT_NS;
-		const char *express = getenv("RUDA_LANE_EXPRESS");
 		for (uint32_t q = 0; q < RUDA_MAX_QUEUES; q++)
-			set->lane[q] = (struct ruda_lane){.device = d,
-							  .queue = q,
-							  .inflight_ns = inflight_ns,
-							  .express = !express || strcmp(express, "0")};
+			set->lane[q] = (struct ruda_lane){
+				.device = d, .queue = q, .inflight_ns = inflight_ns};
 		set->on_destroy.notify = lanes_destroy;
 		ruda__device_listen_destroy(d, &set->on_destroy);
 		d->lanes = set;

@@ -435,60 +435,6 @@ static int hold_once(struct ruda_submission *sub, struct ruda_ref *ref)
 	return ruda__submission_hold(sub, ref);
 }
 
-/*
- * Whether a launch of `s`, in a lane, goes to the queue at once in a
- * submission of its own (an express launch) rather than waiting for a
- * round: when the stream has nothing recorded, waiting or in flight and
- * the lane's queue is busy with others' rounds. A round starts with a
- * barrier, which waits for everything before it on the queue; the express
- * launch has none, so it runs beside the work already there, as a launch
- * of a client that only now has something to do should (on the H200 a
- * kernel joining a busy queue without a barrier starts at once; one on an
- * idle queue of its own waits several times longer: docs/performance.md,
- * "A Sync in a shared lane, and what the queues do").
- */
-static bool express_ready(const struct ruda_stream *s)
-{
-	const struct ruda_device *d = s->device;
-	return s->lane->express && s->lane->inflight && !s->ndeferred && !s->recording && !s->wait_value &&
-	       s->last_value <= atomic_load(&d->queue_done[s->queue]);
-}
-
-static ruda_status submit_own(struct ruda_stream *s, struct ruda_submission *sub);
-
-/* The express launch: its own submission, whose only wait is for the
- * stream's last submission, complete already, which makes that work's
- * writes visible to it without a barrier (the timeline wait is a memory
- * dependency). Later launches of the stream join rounds, whose barrier
- * orders them after it. */
-static ruda_status launch_express(struct ruda_stream *s, struct ruda_pipeline *p,
-				  const struct ruda_launch_count *count,
-				  const struct ruda_binding *bindings, uint32_t nbindings,
-				  const void *push, uint32_t push_size)
-{
-	struct ruda_submission *sub = ruda__submission_begin_on(s->device, s->queue);
-	if (!sub)
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	int held = ruda__submission_hold(sub, &s->arena->ref) |
-		   ruda__submission_hold(sub, &p->ref);
-	for (uint32_t i = 0; i < nbindings; i++)
-		held |= hold_once(sub, &bindings[i].buffer->ref);
-	if (held < 0) {
-		ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	}
-	for (uint32_t i = 0; i < nbindings; i++)
-		ruda__stream_note_use(s, bindings[i].buffer);
-	ruda__submission_wait_for(sub, s->queue, s->last_value);
-	struct ruda_bind_cache none = {0};
-	ruda__record_dispatch(s->device, sub->cmd, s->queue, &none, p, count, bindings, nbindings,
-			      push, push_size);
-	sub->commands = 1;
-	s->lane_commands = 1; /* all of the submission's device time is its */
-	s->device->stats.express_launches++;
-	return submit_own(s, sub);
-}
-
 ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 				const struct ruda_launch_count *count,
 				const struct ruda_binding *bindings,
@@ -499,8 +445,6 @@ ruda_status ruda__stream_launch(struct ruda_stream *s, struct ruda_pipeline *p,
 	if (s->lane && !count->buffer) {
 		if (record_fills(s, NULL) < 0)
 			return RUDA_ERROR_OUT_OF_MEMORY;
-		if (express_ready(s))
-			return launch_express(s, p, count, bindings, nbindings, push, push_size);
 		return ruda__lane_defer(s, p, count, bindings, nbindings, push, push_size);
 	}
 	VkCommandBuffer cmd = record(s);
@@ -557,10 +501,15 @@ void ruda__stream_fill_now(struct ruda_buffer *buffer)
 		ruda__stream_submit_fills(buffer->zero_stream);
 }
 
-/* Submit `sub`, a command buffer of the stream's own, and count it as the
- * stream's next submission. */
-static ruda_status submit_own(struct ruda_stream *s, struct ruda_submission *sub)
+ruda_status ruda__stream_submit(struct ruda_stream *s)
 {
+	if (s->lane)
+		return ruda__stream_unsubmitted(s) ? ruda__lane_submit(s->lane) : RUDA_OK;
+	if (!s->recording)
+		return RUDA_OK;
+	struct ruda_submission *sub = s->recording;
+	s->recording = NULL;
+	undirty(s);
 	uint64_t first_write = s->rec_first_write;
 	s->rec_first_write = 0;
 	s->records_fills = 0;
@@ -579,18 +528,6 @@ static ruda_status submit_own(struct ruda_stream *s, struct ruda_submission *sub
 		s->submitted(s->submitted_data, s, sub, first_write);
 	s->lane_commands = 0;
 	return RUDA_OK;
-}
-
-ruda_status ruda__stream_submit(struct ruda_stream *s)
-{
-	if (s->lane)
-		return ruda__stream_unsubmitted(s) ? ruda__lane_submit(s->lane) : RUDA_OK;
-	if (!s->recording)
-		return RUDA_OK;
-	struct ruda_submission *sub = s->recording;
-	s->recording = NULL;
-	undirty(s);
-	return submit_own(s, sub);
 }
 
 void ruda__stream_wait(struct ruda_stream *s, struct ruda_waiter *waiter)

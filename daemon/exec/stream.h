@@ -266,8 +266,6 @@ struct ruda_lane {
 	bool cut;                     /* `recording` ends here: a Sync waits for it */
 	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
 	uint64_t inflight_ns;         /* device time a submission may take */
-	bool express; /* an idle stream's launch may skip the rounds (exec/stream.c);
-			 RUDA_LANE_EXPRESS=0 in rudad's environment turns it off, to measure */
 };
 
 /* The lane of `queue` on `device`, made on first use; NULL when the

@@ -287,7 +287,6 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->staged_copy_bytes = d->stats.staged_bytes_out;
 	m->queue_submits = d->stats.queue_submits;
 	m->submit_ns = d->stats.submit_ns;
-	m->express_launches = d->stats.express_launches;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */
