@@ -562,6 +562,18 @@ int raw_closed_by_peer(int fd, int timeout_ms)
 	return 0;
 }
 
+int test_log_count(const struct test_daemon *d, const char *needle)
+{
+	FILE *f = fopen(d->log_path, "r");
+	ck_assert_ptr_nonnull(f);
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
 Ruda__Reply *test_admin_call(const struct test_daemon *d, Ruda__Admin *admin)
 {
 	int fd = raw_connect(d);

@@ -120,6 +120,9 @@ ruda_status raw_hello_fds(int fd, uint64_t id, int fds[2]);
 /* Whether the daemon has closed this connection (EOF within timeout_ms). */
 int raw_closed_by_peer(int fd, int timeout_ms);
 
+/* Lines of rudad's log (d->log_path) holding `needle`. */
+int test_log_count(const struct test_daemon *d, const char *needle);
+
 /* One admin request on a fresh raw session, answered RUDA_OK (asserted);
  * the reply (ruda__reply__free_unpacked it). */
 Ruda__Reply *test_admin_call(const struct test_daemon *d, Ruda__Admin *admin);

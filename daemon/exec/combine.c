@@ -111,19 +111,10 @@ void ruda__combine_record(struct ruda_device *d, struct ruda_combine *c, VkComma
 			{.buffer = acc, .offset = acc_offset + at, .range = len},
 			{.buffer = in, .offset = in_offset + at, .range = len},
 		};
-		VkWriteDescriptorSet writes[2];
-		for (uint32_t i = 0; i < 2; i++)
-			writes[i] = (VkWriteDescriptorSet){
-				.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-				.dstBinding = i,
-				.descriptorCount = 1,
-				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-				.pBufferInfo = &infos[i],
-			};
 		uint32_t count = (uint32_t)(len / 4);
 		uint32_t push[3] = {count, op, elem};
-		d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->kernel.layout, 0,
-					   2, writes);
+		ruda__push_storage_buffers(d->cmd_push_descriptor_set, cmd, c->kernel.layout, infos,
+					   2);
 		vkCmdPushConstants(cmd, c->kernel.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 				   sizeof(push), push);
 		vkCmdDispatch(cmd, (count + LOCAL_SIZE - 1) / LOCAL_SIZE, 1, 1);

@@ -126,21 +126,12 @@ static uint32_t record_kernel(struct ruda_device *d, struct ruda_copy_kernel *k,
 			{.buffer = src, .offset = src_offset + at, .range = len},
 			{.buffer = dst, .offset = dst_offset + at, .range = len},
 		};
-		VkWriteDescriptorSet writes[2];
-		for (uint32_t i = 0; i < 2; i++)
-			writes[i] = (VkWriteDescriptorSet){
-				.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-				.dstBinding = i,
-				.descriptorCount = 1,
-				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-				.pBufferInfo = &infos[i],
-			};
 		/* a slice is within maxStorageBufferRange (32 bits): its
 		 * units fit */
 		uint32_t units = (uint32_t)(len / UNIT);
 		uint64_t groups = (units + LOCAL_SIZE - 1) / LOCAL_SIZE;
-		d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->kernel.layout, 0,
-					   2, writes);
+		ruda__push_storage_buffers(d->cmd_push_descriptor_set, cmd, k->kernel.layout, infos,
+					   2);
 		vkCmdPushConstants(cmd, k->kernel.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 				   sizeof(units), &units);
 		vkCmdDispatch(cmd, groups < k->max_groups ? (uint32_t)groups : k->max_groups, 1, 1);

@@ -85,20 +85,11 @@ void ruda__indirect_record_clamp(struct ruda_device *d, struct ruda_indirect *in
 		{.buffer = src->vk, .offset = base, .range = offset - base + 12},
 		{.buffer = in->counts->vk, .offset = ruda__indirect_slot(in, queue), .range = 12},
 	};
-	VkWriteDescriptorSet writes[2];
-	for (uint32_t i = 0; i < 2; i++)
-		writes[i] = (VkWriteDescriptorSet){
-			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-			.dstBinding = i,
-			.descriptorCount = 1,
-			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.pBufferInfo = &infos[i],
-		};
 	const uint32_t *max = d->props.limits.maxComputeWorkGroupCount;
 	uint32_t push[4] = {(uint32_t)((offset - base) / 4), max[0], max[1], max[2]};
 	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, in->clamp.pipeline);
 	VkPipelineLayout layout = in->clamp.layout;
-	d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 2, writes);
+	ruda__push_storage_buffers(d->cmd_push_descriptor_set, cmd, layout, infos, 2);
 	vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), push);
 	vkCmdDispatch(cmd, 1, 1, 1);
 	VkMemoryBarrier barrier = {

@@ -113,3 +113,20 @@ void ruda__pipeline_objects_destroy(VkDevice vk, struct ruda_pipeline_objects *o
 		vkDestroyShaderModule(vk, objs->module, NULL);
 	memset(objs, 0, sizeof(*objs));
 }
+
+void ruda__push_storage_buffers(PFN_vkCmdPushDescriptorSetKHR push, VkCommandBuffer cmd,
+				VkPipelineLayout layout, const VkDescriptorBufferInfo *infos,
+				uint32_t n)
+{
+	VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
+	for (uint32_t i = 0; i < n; i++)
+		writes[i] = (VkWriteDescriptorSet){
+			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+			.dstBinding = i,
+			.descriptorCount = 1,
+			.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+			.pBufferInfo = &infos[i],
+		};
+	if (n)
+		push(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, n, writes);
+}

@@ -53,4 +53,12 @@ VkResult ruda__pipeline_build(VkDevice vk, VkPipelineCache cache,
 /* Destroy whatever of `objs` was made and reset it to VK_NULL_HANDLE. */
 void ruda__pipeline_objects_destroy(VkDevice vk, struct ruda_pipeline_objects *objs);
 
+/* Record `infos[0..n)` (n at most RUDA_PIPELINE_MAX_BINDINGS) as storage
+ * buffer bindings 0..n-1 of set 0 of `layout`, with `push` (the device's
+ * vkCmdPushDescriptorSetKHR): how every kernel of rudad's gets its
+ * buffers. */
+void ruda__push_storage_buffers(PFN_vkCmdPushDescriptorSetKHR push, VkCommandBuffer cmd,
+				VkPipelineLayout layout, const VkDescriptorBufferInfo *infos,
+				uint32_t n);
+
 #endif

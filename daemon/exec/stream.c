@@ -396,25 +396,15 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, uint32_t 
 	}
 	if (!bind_cached(cache, p, bindings, nbindings)) {
 		VkDescriptorBufferInfo infos[RUDA_PIPELINE_MAX_BINDINGS];
-		VkWriteDescriptorSet writes[RUDA_PIPELINE_MAX_BINDINGS];
-		for (uint32_t i = 0; i < nbindings; i++) {
+		for (uint32_t i = 0; i < nbindings; i++)
 			infos[i] = (VkDescriptorBufferInfo){
 				.buffer = bindings[i].buffer->vk,
 				.offset = bindings[i].offset,
 				.range = bindings[i].size,
 			};
-			writes[i] = (VkWriteDescriptorSet){
-				.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-				.dstBinding = i,
-				.descriptorCount = 1,
-				.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-				.pBufferInfo = &infos[i],
-			};
-		}
 		vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->vk);
-		if (nbindings)
-			d->cmd_push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
-						   nbindings, writes);
+		ruda__push_storage_buffers(d->cmd_push_descriptor_set, cmd, p->layout, infos,
+					   nbindings);
 	}
 	if (push_size)
 		vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);

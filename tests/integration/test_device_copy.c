@@ -99,19 +99,6 @@ static void teardown(void)
 	test_daemon_stop(&daemon_);
 }
 
-/* Lines of rudad's log holding `needle`. */
-static int log_count(const char *needle)
-{
-	FILE *f = fopen(daemon_.log_path, "r");
-	ck_assert_ptr_nonnull(f);
-	char line[1024];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* The offset a kernel binding may start at: 16 bytes (a unit) and the
  * device's minStorageBufferOffsetAlignment. */
 static uint64_t kernel_align(void)
@@ -126,7 +113,7 @@ static uint64_t kernel_align(void)
  * added. */
 static int moved(ruda_client *from, ruda_client *to, size_t size, size_t offset, uint64_t seed)
 {
-	int before = log_count(": copy kernel ");
+	int before = test_log_count(&daemon_, ": copy kernel ");
 	uint8_t *data = malloc(offset + size), *back = malloc(size);
 	ck_assert_ptr_nonnull(data);
 	ck_assert_ptr_nonnull(back);
@@ -149,7 +136,7 @@ static int moved(ruda_client *from, ruda_client *to, size_t size, size_t offset,
 	ck_assert_status(ruda_client_sync(from), RUDA_OK);
 	free(data);
 	free(back);
-	return log_count(": copy kernel ") - before;
+	return test_log_count(&daemon_, ": copy kernel ") - before;
 }
 
 /* ---- RUDA_DEVICE_COPY=kernel ------------------------------------------------ */
@@ -160,14 +147,14 @@ static int moved(ruda_client *from, ruda_client *to, size_t size, size_t offset,
 START_TEST(to_client_on_one_device_by_kernel)
 {
 	ck_assert_int_eq(moved(clients[0], clients[2], MIB + 16, 0, 1), 1);
-	ck_assert_int_eq(log_count("copy kernel 1048592 B (slices 1), vkCmdCopyBuffer 0 B"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 1048592 B (slices 1), vkCmdCopyBuffer 0 B"), 1);
 	ck_assert_int_eq(moved(clients[0], clients[2], 64 * MIB, 0, 2), 1);
-	ck_assert_int_eq(log_count("copy kernel 67108864 B (slices 1)"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 67108864 B (slices 1)"), 1);
 	ck_assert_int_eq(moved(clients[2], clients[0], 3 * MIB + 5, 0, 3), 1);
-	ck_assert_int_eq(log_count("copy kernel 3145728 B (slices 1), vkCmdCopyBuffer 5 B"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 3145728 B (slices 1), vkCmdCopyBuffer 5 B"), 1);
 	ck_assert_int_eq(moved(clients[2], clients[0], 2 * MIB + 12, 0, 4), 1);
-	ck_assert_int_eq(log_count("copy kernel 2097152 B (slices 1), vkCmdCopyBuffer 12 B"), 1);
-	ck_assert_int_eq(log_count("by the copy kernel (RUDA_DEVICE_COPY=kernel)"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 2097152 B (slices 1), vkCmdCopyBuffer 12 B"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "by the copy kernel (RUDA_DEVICE_COPY=kernel)"), 1);
 }
 END_TEST
 
@@ -181,7 +168,7 @@ START_TEST(small_or_unaligned_stays_a_command)
 	ck_assert_int_eq(moved(clients[0], clients[2], 4 * MIB + 3, 8, 7), 0);
 	ck_assert_int_eq(moved(clients[0], clients[2], 4 * MIB, kernel_align(), 8), 1);
 	ck_assert_int_eq(moved(clients[0], clients[2], 4 * MIB + 7, 2 * kernel_align(), 9), 1);
-	ck_assert_int_eq(log_count("vkCmdCopyBuffer 7 B"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "vkCmdCopyBuffer 7 B"), 1);
 }
 END_TEST
 
@@ -201,10 +188,10 @@ START_TEST(larger_than_a_binding_in_slices)
 	char line[128];
 	snprintf(line, sizeof(line), "copy kernel %zu B (slices %llu), vkCmdCopyBuffer 0 B", size,
 		 (unsigned long long)slices);
-	ck_assert_msg(log_count(line) == 1, "no \"%s\" in the log", line);
+	ck_assert_msg(test_log_count(&daemon_, line) == 1, "no \"%s\" in the log", line);
 	/* between the devices: the stream's copy into the lent window */
 	ck_assert_int_eq(moved(clients[0], clients[1], size, 0, 11), 1);
-	ck_assert_int_eq(log_count(line), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, line), 2);
 }
 END_TEST
 
@@ -218,14 +205,14 @@ START_TEST(to_client_between_devices_by_kernel)
 	ck_assert_int_eq(moved(clients[0], clients[1], MIB + 16, 0, 20), 1);
 	ck_assert_int_eq(moved(clients[1], clients[0], 64 * MIB, 0, 21), 1);
 	ck_assert_int_eq(moved(clients[0], clients[1], 3 * MIB + 20, 0, 22), 1);
-	ck_assert_int_eq(log_count("lent as the new buffer"), 3);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 3);
 	/* into the window, then out of it on the target */
 	ck_assert_int_eq(moved(clients[1], clients[0], 2 * MIB + 3, 0, 23), 2);
 	/* into a buffer on the source, then 5 chunks each way: the last of
 	 * 1 MiB + 3 bytes, its body the kernel's, its last 3 bytes not */
 	ck_assert_int_eq(moved(clients[0], clients[1], 5 * CHUNK + MIB + 3, 0, 24), 1 + 2 * 6);
-	ck_assert_int_eq(log_count("copy kernel 1048576 B (slices 1), vkCmdCopyBuffer 3 B"), 2);
-	ck_assert_int_eq(log_count("by the copy kernel (RUDA_DEVICE_COPY=kernel)"), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 1048576 B (slices 1), vkCmdCopyBuffer 3 B"), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "by the copy kernel (RUDA_DEVICE_COPY=kernel)"), 2);
 }
 END_TEST
 
@@ -249,7 +236,7 @@ START_TEST(tensor_rows_by_kernel_and_not)
 	for (size_t r = 0; r < ROWS; r++)
 		ck_assert_msg(memcmp(t + r * cols, m + r * stride, cols * 4) == 0, "row %zu", r);
 	/* row 0 starts at 0; rows 1 and 2 at 2 MiB + 4 and + 8 */
-	ck_assert_int_eq(log_count("copy kernel 2097152 B (slices 1), vkCmdCopyBuffer 4194304 B"),
+	ck_assert_int_eq(test_log_count(&daemon_, "copy kernel 2097152 B (slices 1), vkCmdCopyBuffer 4194304 B"),
 			 1);
 	free(m);
 	free(t);
@@ -391,23 +378,23 @@ START_TEST(all_reduce_by_device_copies)
 		ck_assert_status(ruda_client_ensure_init_collective(clients[j], ids, 2), RUDA_OK);
 	uint64_t a = kernel_align();
 	size_t several = (size_t)(3 * CHUNK + MIB) / 4 + 3, one = (size_t)(3 * MIB) / 4 + 1;
-	int before = log_count(": copy kernel ");
+	int before = test_log_count(&daemon_, ": copy kernel ");
 	reduce_checked(several, RUDA_REDUCE_SUM, a, 2 * a, 1);
-	int summed = log_count(": copy kernel ") - before;
+	int summed = test_log_count(&daemon_, ": copy kernel ") - before;
 	reduce_checked(several, RUDA_REDUCE_MAX, 0, 0, 2);
 	reduce_checked(one, RUDA_REDUCE_SUM, 0, a, 3);
 	reduce_checked(one, RUDA_REDUCE_MAX, a, 0, 4);
-	ck_assert_int_eq(log_count("device copies through shared windows"), 4);
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows"), 4);
 	/* each member's src into its buffer, then a chunk at a time: member
 	 * 1's in, the result back into its slot and into member 0's dst, and
 	 * out into member 1's dst: 2 + 4 x 4 */
 	ck_assert_int_eq(summed, 2 + 4 * 4);
-	int before_unaligned = log_count(": copy kernel ");
+	int before_unaligned = test_log_count(&daemon_, ": copy kernel ");
 	/* src and dst offsets a binding cannot start at: the copies from src
 	 * and into dst stay vkCmdCopyBuffers, those between the daemon's own
 	 * buffers and windows do not */
 	reduce_checked(several, RUDA_REDUCE_SUM, 4, 8, 5);
-	ck_assert_int_eq(log_count(": copy kernel ") - before_unaligned, 4 * 2);
+	ck_assert_int_eq(test_log_count(&daemon_, ": copy kernel ") - before_unaligned, 4 * 2);
 }
 END_TEST
 
@@ -419,9 +406,9 @@ START_TEST(default_is_the_command)
 	ck_assert_int_eq(moved(clients[0], clients[2], 4 * MIB, 0, 60), 0);
 	ck_assert_int_eq(moved(clients[0], clients[1], 4 * MIB, 0, 61), 0);
 	ck_assert_int_eq(moved(clients[1], clients[0], 2 * CHUNK + MIB + 3, 0, 62), 0);
-	ck_assert_int_eq(log_count("device-local copies by vkCmdCopyBuffer (RUDA_DEVICE_COPY=unset)"),
+	ck_assert_int_eq(test_log_count(&daemon_, "device-local copies by vkCmdCopyBuffer (RUDA_DEVICE_COPY=unset)"),
 			 2);
-	ck_assert_int_eq(log_count("by the copy kernel"), 0);
+	ck_assert_int_eq(test_log_count(&daemon_, "by the copy kernel"), 0);
 }
 END_TEST
 

@@ -67,19 +67,6 @@ static void teardown(void)
 	test_daemon_stop(&daemon_);
 }
 
-/* Lines of rudad's log holding `needle`. */
-static int log_count(const char *needle)
-{
-	FILE *f = fopen(daemon_.log_path, "r");
-	ck_assert_ptr_nonnull(f);
-	char line[1024];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* The output of `rudactl status` (with `json`: --json). */
 static const char *ctl_status(int json)
 {
@@ -141,10 +128,10 @@ START_TEST(to_client_by_device_copy)
 		check_to_client(clients[0], clients[1], sizes[i], i + 1);
 		check_to_client(clients[1], clients[0], sizes[i], i + 100);
 	}
-	ck_assert_int_eq(log_count("through a "), 2 * NSIZES);
-	ck_assert_int_eq(log_count("through host staging"), 0);
+	ck_assert_int_eq(test_log_count(&daemon_, "through a "), 2 * NSIZES);
+	ck_assert_int_eq(test_log_count(&daemon_, "through host staging"), 0);
 	/* the three sizes past a window went in chunks */
-	ck_assert_int_eq(log_count("65536-byte chunks"), 2 * 3);
+	ck_assert_int_eq(test_log_count(&daemon_, "65536-byte chunks"), 2 * 3);
 	uint64_t total = 0;
 	for (size_t i = 0; i < NSIZES; i++)
 		total += sizes[i];
@@ -177,7 +164,7 @@ START_TEST(to_client_tensor_in_chunks)
 	for (uint32_t c = 0; c < COLS; c++)
 		for (uint32_t r = 0; r < ROWS; r++)
 			ck_assert_uint_eq(t[c * ROWS + r], m[r * COLS + c]);
-	ck_assert_int_eq(log_count("65536-byte chunks"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "65536-byte chunks"), 1);
 	free(m);
 	free(t);
 }
@@ -227,11 +214,11 @@ START_TEST(to_client_into_lent_window)
 		check_to_client(clients[0], clients[1], lent[i], i + 1);
 		check_to_client(clients[1], clients[0], lent[i], i + 100);
 	}
-	ck_assert_int_eq(log_count("lent as the new buffer"), 6);
-	ck_assert_int_eq(log_count("-byte chunks"), 0);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 6);
+	ck_assert_int_eq(test_log_count(&daemon_, "-byte chunks"), 0);
 	/* one byte short of whole words: a buffer of the target's own */
 	check_to_client(clients[0], clients[1], (1u << 20) + 3, 7);
-	ck_assert_int_eq(log_count("lent as the new buffer"), 6);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 6);
 	ck_assert_uint_le(ctl_sum("peer_windows"), 4);
 	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
 
@@ -265,7 +252,7 @@ START_TEST(lent_window_outlives_its_source_device)
 	ck_assert_int_eq(ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst),
 			 RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
-	ck_assert_int_eq(log_count("lent as the new buffer"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 1);
 	uint32_t closed = 0;
 	ck_assert_int_eq(test_inject_device_loss(&daemon_, 0, &closed), RUDA_OK);
 	ck_assert_uint_ge(closed, 1);
@@ -280,7 +267,7 @@ START_TEST(lent_window_outlives_its_source_device)
 	/* the re-created device 0 lends again */
 	clients[0] = connect_to(&daemon_, 0);
 	check_to_client(clients[0], clients[1], size, 22);
-	ck_assert_int_eq(log_count("lent as the new buffer"), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 2);
 	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
 	free(data);
 	free(back);
@@ -329,7 +316,7 @@ START_TEST(all_reduce_two_logical_devices)
 		free(expect);
 		free(back);
 	}
-	ck_assert_int_eq(log_count("all-reduce of "), 4);
+	ck_assert_int_eq(test_log_count(&daemon_, "all-reduce of "), 4);
 	ck_assert_uint_eq(ctl_sum("staged_copy_bytes"), staged);
 }
 END_TEST
@@ -340,8 +327,8 @@ START_TEST(to_client_through_host_staging)
 {
 	for (size_t i = 0; i < NSIZES; i++)
 		check_to_client(clients[0], clients[1], sizes[i], i + 200);
-	ck_assert_int_eq(log_count("through host staging (export_memory is off"), NSIZES);
-	ck_assert_int_eq(log_count("through a "), 0);
+	ck_assert_int_eq(test_log_count(&daemon_, "through host staging (export_memory is off"), NSIZES);
+	ck_assert_int_eq(test_log_count(&daemon_, "through a "), 0);
 	ck_assert_uint_eq(ctl_sum("peer_copy_bytes"), 0);
 	ck_assert_uint_eq(ctl_sum("peer_windows"), 0);
 }
@@ -384,8 +371,8 @@ START_TEST(killed_midway_leaves_nothing)
 		ck_assert_uint_eq(s.sessions, 2);
 		ck_assert_uint_eq(s.device_bytes, 0);
 	}
-	ck_assert_int_ge(log_count("65536-byte chunks"), 1);
-	ck_assert_int_ge(log_count("lent as the new buffer"), 1);
+	ck_assert_int_ge(test_log_count(&daemon_, "65536-byte chunks"), 1);
+	ck_assert_int_ge(test_log_count(&daemon_, "lent as the new buffer"), 1);
 	/* every window back in the cache (released) or gone: at most what it
 	 * keeps, whatever was in flight when the client died */
 	uint64_t windows = 0;

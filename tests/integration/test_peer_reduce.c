@@ -124,19 +124,6 @@ static void teardown(void)
 	test_daemon_stop(&daemon_);
 }
 
-/* Lines of rudad's log holding `needle`. */
-static int log_count(const char *needle)
-{
-	FILE *f = fopen(daemon_.log_path, "r");
-	ck_assert_ptr_nonnull(f);
-	char line[1024];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 /* The sum of every value of `key` in `rudactl status --json`. */
 static uint64_t ctl_sum(const char *key)
 {
@@ -328,9 +315,9 @@ static void every_op_and_type(void)
 START_TEST(every_op_and_type_by_device)
 {
 	every_op_and_type();
-	ck_assert_int_eq(log_count("device copies through shared windows, 65536-byte chunks"),
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows, 65536-byte chunks"),
 			 12);
-	ck_assert_int_eq(log_count("through host staging"), 0);
+	ck_assert_int_eq(test_log_count(&daemon_, "through host staging"), 0);
 	ck_assert_uint_gt(ctl_sum("peer_copy_bytes"), 0);
 	ck_assert_uint_eq(ctl_sum("staged_copy_bytes"), 0);
 	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
@@ -341,7 +328,7 @@ END_TEST
 START_TEST(every_op_and_type_by_host)
 {
 	every_op_and_type();
-	ck_assert_int_eq(log_count("through host staging (peer_reduce = off)"), 12);
+	ck_assert_int_eq(test_log_count(&daemon_, "through host staging (peer_reduce = off)"), 12);
 	ck_assert_uint_eq(ctl_sum("peer_copy_bytes"), 0);
 }
 END_TEST
@@ -356,9 +343,9 @@ START_TEST(auto_keeps_host_staging_on_a_cpu)
 	reduce_checked(1000, RUDA_ELEM_U32, RUDA_REDUCE_SUM, 0, 0, 3);
 	reduce_checked(1000, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 0, 0, 4);
 	if (p.type == RUDA_DEVICE_CPU)
-		ck_assert_int_eq(log_count("through host staging (a CPU device"), 2);
+		ck_assert_int_eq(test_log_count(&daemon_, "through host staging (a CPU device"), 2);
 	else
-		ck_assert_int_eq(log_count("device copies through shared windows"), 2);
+		ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows"), 2);
 }
 END_TEST
 
@@ -370,7 +357,7 @@ START_TEST(sizes_and_what_stays_on_the_host)
 					3 * CHUNK / 4 + 5};
 	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
 		reduce_checked(counts[k], RUDA_ELEM_U32, RUDA_REDUCE_SUM, 0, 0, 40 + k);
-	ck_assert_int_eq(log_count("device copies through shared windows"), 6);
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows"), 6);
 	/* means and f16: the host's */
 	ruda_handle src[2], dst[2];
 	uint32_t data[64] = {0};
@@ -388,7 +375,7 @@ START_TEST(sizes_and_what_stays_on_the_host)
 				 RUDA_OK);
 	for (uint32_t j = 0; j < 2; j++)
 		ck_assert_status(ruda_client_sync_collective(clients[j]), RUDA_OK);
-	ck_assert_int_eq(log_count("through host staging (f16 and means reduce on the host)"), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "through host staging (f16 and means reduce on the host)"), 2);
 }
 END_TEST
 
@@ -402,7 +389,7 @@ START_TEST(three_members)
 			reduce_checked(count, types[t], ops[o], 4, 0, seed++);
 	/* and one chunk, whose sources go straight into the windows */
 	reduce_checked(CHUNK / 4 - 3, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 4, 8, seed++);
-	ck_assert_int_eq(log_count("over 3 devices: device copies through shared windows"), 13);
+	ck_assert_int_eq(test_log_count(&daemon_, "over 3 devices: device copies through shared windows"), 13);
 }
 END_TEST
 
@@ -420,7 +407,7 @@ START_TEST(larger_than_a_binding)
 	}
 	size_t count = (size_t)(range / 4) + 4096 + 3;
 	reduce_checked(count, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 0, 4, 90);
-	ck_assert_int_eq(log_count("device copies through shared windows"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows"), 1);
 }
 END_TEST
 
@@ -509,7 +496,7 @@ static void subnormals_checked(void)
 		for (size_t o = 0; o < 3; o++)
 			reduce_given(count, RUDA_ELEM_F32, checked[o], 4, 8, 0, given);
 	}
-	ck_assert_int_eq(log_count("device copies through shared windows"), 6);
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows"), 6);
 	free(a);
 	free(b);
 }
@@ -527,7 +514,7 @@ END_TEST
 START_TEST(f32_subnormals_where_flushed)
 {
 	subnormals_checked();
-	ck_assert_int_eq(log_count("f32 subnormals flushed (RUDA_TEST_FLUSH_SUBNORMALS)"), 1);
+	ck_assert_int_eq(test_log_count(&daemon_, "f32 subnormals flushed (RUDA_TEST_FLUSH_SUBNORMALS)"), 1);
 }
 END_TEST
 
@@ -589,7 +576,7 @@ START_TEST(killed_midway_leaves_nothing)
 		ck_assert_uint_eq(s.device_bytes, 0);
 		ck_assert_uint_eq(s.device_buffers, 0);
 	}
-	ck_assert_int_ge(log_count("device copies through shared windows"), 1);
+	ck_assert_int_ge(test_log_count(&daemon_, "device copies through shared windows"), 1);
 	windows_settle();
 	/* and the path still works */
 	reduce_checked(3 * CHUNK / 4 + 1, RUDA_ELEM_I32, RUDA_REDUCE_MAX, 0, 0, 11);
