@@ -152,7 +152,9 @@ bool ruda__device_copy_record(struct ruda_device *d, VkCommandBuffer cmd, VkBuff
 		return false;
 	}
 	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->kernel.pipeline);
-	uint64_t by_kernel = 0, by_command = 0;
+	uint64_t total = 0, by_kernel = 0;
+	for (uint32_t i = 0; i < n; i++)
+		total += regions[i].size;
 	uint32_t dispatches = 0;
 	uint32_t run = 0; /* the first region of the run of vkCmdCopyBuffer ones */
 	for (uint32_t i = first; i < n; i++) {
@@ -162,8 +164,6 @@ bool ruda__device_copy_record(struct ruda_device *d, VkCommandBuffer cmd, VkBuff
 			continue;
 		if (i > run)
 			vkCmdCopyBuffer(cmd, src, dst, i - run, regions + run);
-		for (uint32_t j = run; j < i; j++)
-			by_command += regions[j].size;
 		run = i + 1;
 		dispatches += record_kernel(d, k, cmd, src, r->srcOffset, dst, r->dstOffset, body);
 		by_kernel += body;
@@ -172,14 +172,12 @@ bool ruda__device_copy_record(struct ruda_device *d, VkCommandBuffer cmd, VkBuff
 					     .dstOffset = r->dstOffset + body,
 					     .size = r->size - body};
 			vkCmdCopyBuffer(cmd, src, dst, 1, &tail);
-			by_command += tail.size;
 		}
 	}
 	if (n > run)
 		vkCmdCopyBuffer(cmd, src, dst, n - run, regions + run);
-	for (uint32_t j = run; j < n; j++)
-		by_command += regions[j].size;
 	log_debug("device %u: copy kernel %llu B (slices %u), vkCmdCopyBuffer %llu B", d->index,
-		  (unsigned long long)by_kernel, dispatches, (unsigned long long)by_command);
+		  (unsigned long long)by_kernel, dispatches,
+		  (unsigned long long)(total - by_kernel));
 	return true;
 }
