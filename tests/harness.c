@@ -562,6 +562,20 @@ int raw_closed_by_peer(int fd, int timeout_ms)
 	return 0;
 }
 
+uint32_t test_f32_bits(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+float test_f32_of(uint32_t bits)
+{
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
 int test_log_count(const struct test_daemon *d, const char *needle)
 {
 	FILE *f = fopen(d->log_path, "r");
@@ -600,6 +614,17 @@ Ruda__Reply *test_admin_status(const struct test_daemon *d)
 	admin.status = &status;
 	Ruda__Reply *reply = test_admin_call(d, &admin);
 	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_STATUS);
+	return reply;
+}
+
+Ruda__Reply *test_admin_clients(const struct test_daemon *d)
+{
+	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
+	Ruda__Admin admin = RUDA__ADMIN__INIT;
+	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
+	admin.clients = &clients;
+	Ruda__Reply *reply = test_admin_call(d, &admin);
+	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
 	return reply;
 }
 

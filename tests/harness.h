@@ -120,6 +120,11 @@ ruda_status raw_hello_fds(int fd, uint64_t id, int fds[2]);
 /* Whether the daemon has closed this connection (EOF within timeout_ms). */
 int raw_closed_by_peer(int fd, int timeout_ms);
 
+/* A float's bits, and the float of some bits (reference results compared
+ * bit for bit). */
+uint32_t test_f32_bits(float f);
+float test_f32_of(uint32_t bits);
+
 /* Lines of rudad's log (d->log_path) holding `needle`. */
 int test_log_count(const struct test_daemon *d, const char *needle);
 
@@ -128,6 +133,8 @@ int test_log_count(const struct test_daemon *d, const char *needle);
 Ruda__Reply *test_admin_call(const struct test_daemon *d, Ruda__Admin *admin);
 /* AdminStatus, as test_admin_call; its status in reply->admin->status. */
 Ruda__Reply *test_admin_status(const struct test_daemon *d);
+/* AdminClients, as test_admin_call; the clients in reply->admin->clients. */
+Ruda__Reply *test_admin_clients(const struct test_daemon *d);
 
 /* Admin inject_device_loss for `device` over a raw connection (rudad
  * started with RUDA_TEST_FAULTS=1 and the caller an administrator);

@@ -46,12 +46,7 @@ static struct arena_figures admin_figures(const struct test_daemon *d)
 static void admin_client_flags(const struct test_daemon *d, const char *name, int *imported,
 			       int *own)
 {
-	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
-	Ruda__Admin admin = RUDA__ADMIN__INIT;
-	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
-	admin.clients = &clients;
-	Ruda__Reply *reply = test_admin_call(d, &admin);
-	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
+	Ruda__Reply *reply = test_admin_clients(d);
 	int found = 0;
 	for (size_t i = 0; i < reply->admin->clients->n_clients; i++) {
 		const Ruda__AdminClient *c = reply->admin->clients->clients[i];

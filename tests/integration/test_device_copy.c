@@ -281,20 +281,6 @@ END_TEST
 
 /* ---- all-reduce on the device path ---------------------------------------- */
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 /* Distinct random floats, never subnormal, infinite or NaN, of magnitudes
  * where a sum rounds. */
 static void fill_floats(float *v, size_t n, uint64_t seed)
@@ -334,7 +320,8 @@ static void reduce_checked(size_t count, ruda_reduce_op op, uint64_t src_off, ui
 	}
 	for (size_t i = 0; i < count; i++) {
 		float x = in[0][i], y = in[1][i];
-		expect[i] = op == RUDA_REDUCE_SUM ? x + y : u2f(x > y ? f2u(x) : f2u(y));
+		expect[i] = op == RUDA_REDUCE_SUM ? x + y
+						 : test_f32_of(x > y ? test_f32_bits(x) : test_f32_bits(y));
 	}
 	for (uint32_t j = 0; j < 2; j++)
 		ck_assert_status(ruda_client_all_reduce(clients[j], src[j], dst[j], RUDA_ELEM_F32,
@@ -351,11 +338,11 @@ static void reduce_checked(size_t count, ruda_reduce_op op, uint64_t src_off, ui
 			      "member %u: bytes around dst changed", j);
 		const uint32_t *got = (const uint32_t *)(const void *)(back + dst_off);
 		for (size_t i = 0; i < count; i++)
-			if (got[i] != f2u(expect[i]))
+			if (got[i] != test_f32_bits(expect[i]))
 				ck_abort_msg("%s of %zu floats, member %u, element %zu: %08x, "
 					     "expected %08x",
 					     op == RUDA_REDUCE_SUM ? "sum" : "max", count, j, i, got[i],
-					     f2u(expect[i]));
+					     test_f32_bits(expect[i]));
 		ck_assert_status(ruda_client_release(clients[j], (ruda_handle){.id = src[j].id}),
 				 RUDA_OK);
 		ck_assert_status(ruda_client_release(clients[j], (ruda_handle){.id = dst[j].id}),

@@ -148,27 +148,13 @@ static uint64_t ctl_sum(const char *key)
 
 /* ---- the reference: exec/reduce.c's order and operations ------------------- */
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 static uint32_t combine(uint32_t a, uint32_t b, ruda_elem_type type, ruda_reduce_op op)
 {
 	if (type == RUDA_ELEM_F32) {
-		float x = u2f(a), y = u2f(b);
+		float x = test_f32_of(a), y = test_f32_of(b);
 		switch (op) {
-		case RUDA_REDUCE_SUM: return f2u(x + y);
-		case RUDA_REDUCE_PROD: return f2u(x * y);
+		case RUDA_REDUCE_SUM: return test_f32_bits(x + y);
+		case RUDA_REDUCE_PROD: return test_f32_bits(x * y);
 		case RUDA_REDUCE_MAX: return x > y ? a : b;
 		default: return x < y ? a : b;
 		}

@@ -69,12 +69,7 @@ struct client_figures {
 /* AdminClients' view of the client named `name`. */
 static struct client_figures admin_client(const struct test_daemon *d, const char *name)
 {
-	Ruda__AdminClients clients = RUDA__ADMIN_CLIENTS__INIT;
-	Ruda__Admin admin = RUDA__ADMIN__INIT;
-	admin.body_case = RUDA__ADMIN__BODY_CLIENTS;
-	admin.clients = &clients;
-	Ruda__Reply *reply = test_admin_call(d, &admin);
-	ck_assert_int_eq(reply->admin->body_case, RUDA__ADMIN_REPLY__BODY_CLIENTS);
+	Ruda__Reply *reply = test_admin_clients(d);
 	struct client_figures f = {0};
 	int found = 0;
 	for (size_t i = 0; i < reply->admin->clients->n_clients; i++) {
