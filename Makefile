@@ -361,8 +361,8 @@ endif
 
 BENCH_DIR := $(BUILD)/bench
 BENCH_HELPERS := $(BENCH_DIR)/first_vk $(BENCH_DIR)/first_client $(BENCH_DIR)/queue_priority $(BENCH_DIR)/copy_placement \
-	$(BENCH_DIR)/queue_share
-BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c \
+	$(BENCH_DIR)/queue_share $(BENCH_DIR)/host_copy
+BENCH_SRC := $(filter-out tests/bench/first_vk.c tests/bench/first_client.c tests/bench/host_copy.c \
 	tests/bench/queue_priority.c tests/bench/copy_placement.c tests/bench/queue_share.c \
 	tests/bench/plain_vk.c,\
 	$(wildcard tests/bench/*.c))
@@ -403,6 +403,13 @@ $(BENCH_DIR)/first_client: tests/bench/first_client.c $(BUILD)/libruda.a
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient/include -Iproto/include -I$(BUILD)/gen \
+		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
+
+# libruda's parallel copy alone, against the host's memory
+$(BENCH_DIR)/host_copy: tests/bench/host_copy.c $(BUILD)/libruda.a
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -pthread -Ilibclient \
 		-o $@ $< $(BUILD)/libruda.a $(CLIENT_LIBS)
 
 bench-programs: $(BUILD)/rudad $(BUILD)/shaders/fill.spv $(BUILD)/shaders/copy.spv \

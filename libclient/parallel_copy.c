@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -18,6 +19,12 @@
  * whose memory bandwidth one copy on 8 cores does not reach (issue #24). */
 #define DEFAULT_HELPERS 7
 #define MAX_HELPERS 31
+/* How long a helper, and a caller waiting for its parts, watch for the
+ * next step before sleeping: a large transfer's chunks come every ~100 µs,
+ * less than a sleeping thread takes to wake. Only where the helpers have
+ * cores of their own (SPIN_MIN_CPUS); $RUDA_COPY_SPIN_US overrides. */
+#define DEFAULT_SPIN_US 200
+#define SPIN_MIN_CPUS 8
 
 static struct {
 	pthread_once_t once;
@@ -26,13 +33,15 @@ static struct {
 	pthread_cond_t wake, done;
 	int helpers;
 	int stream; /* $RUDA_COPY_STREAM=1: non-temporal stores */
-	uint64_t generation;
+	uint64_t spin_ns;
+	atomic_uint_fast64_t generation; /* changed under lock, watched without */
 	/* the copy running */
 	uint8_t *dst;
 	const uint8_t *src;
 	size_t size, part, parts;
 	atomic_size_t next;
-	size_t finished; /* parts done; under lock */
+	atomic_size_t copied; /* parts whose bytes are in place */
+	size_t finished; /* parts done and counted; under lock */
 	int active;      /* helpers inside copy_parts; under lock */
 } pool = {.once = PTHREAD_ONCE_INIT};
 
@@ -81,20 +90,67 @@ static size_t copy_parts(void)
 			copy_stream(pool.dst + at, pool.src + at, n);
 		else
 			memcpy(pool.dst + at, pool.src + at, n);
+		atomic_fetch_add_explicit(&pool.copied, 1, memory_order_release);
 		did++;
 	}
 	return did;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void pause_briefly(void)
+{
+#ifdef __SSE2__
+	_mm_pause();
+#endif
+}
+
+/* Watch for a copy after generation `from` for up to the spin time;
+ * whether one came. */
+static int spin_for_next(atomic_uint_fast64_t *gen, uint64_t from)
+{
+	if (!pool.spin_ns)
+		return 0;
+	uint64_t end = now_ns() + pool.spin_ns;
+	for (unsigned i = 0;; i++) {
+		if (atomic_load_explicit(gen, memory_order_relaxed) != from)
+			return 1;
+		if ((i & 63) == 63 && now_ns() > end)
+			return 0;
+		pause_briefly();
+	}
+}
+
+/* Watch for every part of the copy running to be copied, as long. */
+static int spin_copied(size_t parts)
+{
+	if (!pool.spin_ns)
+		return 0;
+	uint64_t end = now_ns() + pool.spin_ns;
+	for (unsigned i = 0;; i++) {
+		if (atomic_load_explicit(&pool.copied, memory_order_acquire) >= parts)
+			return 1;
+		if ((i & 63) == 63 && now_ns() > end)
+			return 0;
+		pause_briefly();
+	}
 }
 
 static void *helper(void *arg)
 {
 	(void)arg;
 	uint64_t seen = 0;
-	pthread_mutex_lock(&pool.lock);
 	for (;;) {
-		while (pool.generation == seen)
+		spin_for_next(&pool.generation, seen);
+		pthread_mutex_lock(&pool.lock);
+		while (atomic_load(&pool.generation) == seen)
 			pthread_cond_wait(&pool.wake, &pool.lock);
-		seen = pool.generation;
+		seen = atomic_load(&pool.generation);
 		pool.active++;
 		pthread_mutex_unlock(&pool.lock);
 		size_t did = copy_parts();
@@ -103,6 +159,7 @@ static void *helper(void *arg)
 		pool.active--;
 		if (pool.finished == pool.parts || !pool.active)
 			pthread_cond_broadcast(&pool.done);
+		pthread_mutex_unlock(&pool.lock);
 	}
 	return NULL;
 }
@@ -128,6 +185,10 @@ static void start(void)
 	const char *env = getenv("RUDA_COPY_THREADS");
 	if (env && *env)
 		want = atoi(env) < 0 ? 0 : atoi(env) > MAX_HELPERS ? MAX_HELPERS : atoi(env);
+	pool.spin_ns = cpus >= SPIN_MIN_CPUS ? DEFAULT_SPIN_US * 1000ull : 0;
+	const char *spin = getenv("RUDA_COPY_SPIN_US");
+	if (spin && *spin)
+		pool.spin_ns = strtoull(spin, NULL, 10) * 1000ull;
 	const char *stream = getenv("RUDA_COPY_STREAM");
 	pool.stream = stream && !strcmp(stream, "1");
 	pthread_atfork(NULL, NULL, in_child);
@@ -172,15 +233,26 @@ void ruda__parallel_copy(void *dst, const void *src, size_t n)
 	pool.part = ((n + parts - 1) / parts + 63) & ~(size_t)63;
 	pool.parts = (n + pool.part - 1) / pool.part;
 	atomic_store(&pool.next, 0);
+	atomic_store(&pool.copied, 0);
 	pool.finished = 0;
-	pool.generation++;
+	atomic_fetch_add(&pool.generation, 1);
 	pthread_cond_broadcast(&pool.wake);
 	pthread_mutex_unlock(&pool.lock);
 	size_t did = copy_parts();
-	pthread_mutex_lock(&pool.lock);
-	pool.finished += did;
-	while (pool.finished < pool.parts)
-		pthread_cond_wait(&pool.done, &pool.lock);
-	pthread_mutex_unlock(&pool.lock);
+	/* the bytes are in place once every part is copied; the helpers'
+	 * counting under the lock may come later (the next copy waits for it) */
+	if (!spin_copied(pool.parts)) {
+		pthread_mutex_lock(&pool.lock);
+		pool.finished += did;
+		did = 0;
+		while (pool.finished < pool.parts)
+			pthread_cond_wait(&pool.done, &pool.lock);
+		pthread_mutex_unlock(&pool.lock);
+	}
+	if (did) {
+		pthread_mutex_lock(&pool.lock);
+		pool.finished += did;
+		pthread_mutex_unlock(&pool.lock);
+	}
 	pthread_mutex_unlock(&pool.busy);
 }

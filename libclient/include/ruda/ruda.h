@@ -335,7 +335,10 @@ ruda_status ruda_client_memory_compact(ruda_client *client);
  * session arena in chunks of a quarter of it, up to four in flight: the
  * client copies one while the device moves the others. The copies use up
  * to 7 helper threads ($RUDA_COPY_THREADS: 0-31) and, with
- * $RUDA_COPY_STREAM=1, non-temporal stores. */
+ * $RUDA_COPY_STREAM=1, non-temporal stores. On hosts of 8 CPUs or more
+ * the helpers, and the caller waiting for them, watch for the next chunk
+ * for 200 µs before they sleep ($RUDA_COPY_SPIN_US: microseconds, 0 = sleep
+ * at once). */
 ruda_status ruda_client_write(ruda_client *client, ruda_handle handle, uint64_t offset,
 			      const void *data, size_t size);
 
