@@ -1,6 +1,7 @@
 #include "exec/peer_copy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <ruda/status.h>
@@ -14,16 +15,31 @@
 #define DEFAULT_CHUNK (64ull << 20)
 #define MIN_CHUNK 4096ull
 
+static uint64_t chunk_from_env; /* 0: RUDA_PEER_CHUNK unset or invalid */
+static bool chunk_read;
+
+static void read_chunk(void)
+{
+	if (chunk_read)
+		return;
+	chunk_read = true;
+	const char *v = getenv("RUDA_PEER_CHUNK");
+	char *end = NULL;
+	unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
+	if (n >= MIN_CHUNK && end && !*end && n % MIN_CHUNK == 0)
+		chunk_from_env = n;
+}
+
 uint64_t ruda__peer_chunk(void)
 {
-	static uint64_t chunk;
-	if (!chunk) {
-		const char *v = getenv("RUDA_PEER_CHUNK");
-		char *end = NULL;
-		unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
-		chunk = n >= MIN_CHUNK && end && !*end && n % MIN_CHUNK == 0 ? n : DEFAULT_CHUNK;
-	}
-	return chunk;
+	read_chunk();
+	return chunk_from_env ? chunk_from_env : DEFAULT_CHUNK;
+}
+
+bool ruda__peer_chunk_forced(void)
+{
+	read_chunk();
+	return chunk_from_env != 0;
 }
 
 struct peer_copy;

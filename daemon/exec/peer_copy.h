@@ -10,6 +10,7 @@
 #ifndef RUDA_PEER_COPY_H
 #define RUDA_PEER_COPY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ruda_buffer;
@@ -19,6 +20,9 @@ struct ruda_peer_window;
  * RUDA_PEER_CHUNK (bytes, a multiple of 4 KiB at least 4 KiB, for tests),
  * read once. */
 uint64_t ruda__peer_chunk(void);
+/* Whether RUDA_PEER_CHUNK chose the chunk (tests: callers that would
+ * otherwise take one chunk of a call's size take chunks of it). */
+bool ruda__peer_chunk_forced(void);
 
 /*
  * Copy `size` bytes from `src` (on window->from.device; nothing writes it

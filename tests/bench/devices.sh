@@ -12,7 +12,8 @@
 # chooses others. Writes OUT_DIR/devices.json, OUT_DIR/devices.txt and
 # rudad's log, OUT_DIR/rudad.log. With RUDA_BENCH_RUDAD_CONF='log_level =
 # debug' that log has a line per to_client saying where its time went
-# (arrival to reply), copied to OUT_DIR/to_client-phases.txt.
+# (arrival to reply), copied to OUT_DIR/to_client-phases.txt, and a line
+# per all-reduce by device copies, copied to OUT_DIR/all-reduce-phases.txt.
 set -eu
 build=${1:?usage: devices.sh BUILD_DIR [OUT_DIR]}
 out=${2:-${OUT:-.}}
@@ -30,4 +31,10 @@ if grep 'to_client [0-9]* B, device' "$out/rudad.log" >"$out/to_client-phases.tx
 	echo "to_client phases, ms from the request's arrival (all in $out/to_client-phases.txt):" |
 		tee -a "$out/devices.txt"
 	tail -n 8 "$out/to_client-phases.txt" | tee -a "$out/devices.txt"
+fi
+if grep 'all-reduce of [0-9]* B over [0-9]* devices by device copies' "$out/rudad.log" \
+	>"$out/all-reduce-phases.txt"; then
+	echo "all-reduce phases, ms from the first request (all in $out/all-reduce-phases.txt):" |
+		tee -a "$out/devices.txt"
+	tail -n 4 "$out/all-reduce-phases.txt" | tee -a "$out/devices.txt"
 fi

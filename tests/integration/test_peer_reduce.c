@@ -61,7 +61,10 @@ static void start(const char *devices, uint32_t n, const char *policy, const cha
 	struct group *g = getgrgid(getegid());
 	ck_assert_ptr_nonnull(g);
 	snprintf(admin, sizeof(admin), "admin_group=%s", g->gr_name);
-	setenv("RUDA_PEER_CHUNK", chunk, 1);
+	if (chunk)
+		setenv("RUDA_PEER_CHUNK", chunk, 1);
+	else
+		unsetenv("RUDA_PEER_CHUNK");
 	if (faults)
 		setenv("RUDA_TEST_FAULTS", "1", 1);
 	const char *args[] = {"--device", devices,	   "--set", "log_level=debug",
@@ -91,6 +94,12 @@ static void setup_auto(void)
 static void setup_three(void)
 {
 	start("0,0,0", 3, "peer_reduce=on", "65536", 0);
+}
+
+/* rudad's own chunks (RUDA_PEER_CHUNK unset). */
+static void setup_default_chunks(void)
+{
+	start("0,0", 2, "peer_reduce=on", NULL, 0);
 }
 
 /* Chunks of 192 MiB: one chunk larger than lavapipe's 128 MiB binding. */
@@ -397,6 +406,28 @@ START_TEST(larger_than_a_binding)
 }
 END_TEST
 
+/* Past rudad's 64 MiB chunk, a call whose windows can be kept goes as one
+ * chunk of its size (a submission per phase, not three per chunk), and its
+ * window is kept for the next call of that size; the bytes are the same. */
+START_TEST(one_chunk_past_the_chunk_size)
+{
+	size_t count = (64u << 20) / 4 + 1024 + 3;
+	char line[128];
+	snprintf(line, sizeof(line), "device copies through shared windows, %zu-byte chunks",
+		 count * 4);
+	reduce_checked(count, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 4, 8, 71);
+	reduce_checked(count, RUDA_ELEM_U32, RUDA_REDUCE_MAX, 0, 0, 72);
+	ck_assert_int_eq(test_log_count(&daemon_, line), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "-> 0: shared window of"), 1);
+	/* the debug line at the end says where its time went, one chunk */
+	ck_assert_int_eq(test_log_count(&daemon_, "by device copies: sources in place"), 2);
+	ck_assert_int_eq(test_log_count(&daemon_, "1 chunks, phases summed"), 2);
+	/* below the chunk size, one chunk as before */
+	reduce_checked(4099, RUDA_ELEM_I32, RUDA_REDUCE_SUM, 0, 0, 73);
+	ck_assert_int_eq(test_log_count(&daemon_, "device copies through shared windows, 16396-byte chunks"), 1);
+}
+END_TEST
+
 /* ---- f32 subnormals where the device may flush them ------------------------ */
 
 /* Elements of member 0 and 1 that take every branch of the kernel's sum,
@@ -675,6 +706,11 @@ Suite *peer_reduce_suite(void)
 	tcase_set_timeout(three, 180);
 	tcase_add_test(three, three_members);
 	suite_add_tcase(s, three);
+	TCase *whole = tcase_create("default_chunks");
+	tcase_add_checked_fixture(whole, setup_default_chunks, teardown);
+	tcase_set_timeout(whole, 300);
+	tcase_add_test(whole, one_chunk_past_the_chunk_size);
+	suite_add_tcase(s, whole);
 	TCase *big = tcase_create("big");
 	tcase_add_checked_fixture(big, setup_big, teardown);
 	tcase_set_timeout(big, 300);
