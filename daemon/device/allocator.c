@@ -259,6 +259,19 @@ static uint64_t release_kept(struct ruda_memory *m)
 	return freed;
 }
 
+static ruda_memory_reclaim_fn reclaim_above;
+
+void ruda__memory_set_reclaim(ruda_memory_reclaim_fn reclaim)
+{
+	reclaim_above = reclaim;
+}
+
+/* What the layer above keeps on m's heap, given back: whether any was. */
+static bool reclaim(struct ruda_memory *m)
+{
+	return reclaim_above && reclaim_above(m->budget);
+}
+
 static bool heap_has_kept(struct ruda_memory *m)
 {
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
@@ -301,8 +314,10 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	/* drivers that allocate lazily (CPU devices) would accept more than the
 	 * heap holds and fail later, page by page: refuse it now (pages still
 	 * being freed in the thread pool are still the driver's) */
+	if (!heap_has_room(m, size))
+		reclaim(m); /* wanted memory comes before kept memory */
 	if (!heap_has_room(m, size) && heap_has_kept(m))
-		release_kept(m); /* wanted memory comes before kept memory */
+		release_kept(m);
 	if (!heap_has_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
 		free(p);
 		return NULL;
@@ -325,7 +340,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		.memoryTypeIndex = m->type,
 	};
 	VkResult res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
-	if (res != VK_SUCCESS && (release_kept(m) | wait_for_frees(m)))
+	if (res != VK_SUCCESS && (reclaim(m) | (release_kept(m) != 0) | wait_for_frees(m)))
 		res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
 	if (res != VK_SUCCESS) {
 		free(p);

@@ -93,6 +93,14 @@ struct ruda_memory {
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 };
 
+/* Memory a layer above keeps for reuse on the heaps (the shared windows'
+ * cache, memory/peer_window.c): an allocation that finds its heap full
+ * asks it to give back what it keeps on `budget`'s heap before failing.
+ * Loop thread; returns whether it gave any back. One, set before use
+ * (NULL: none). */
+typedef bool (*ruda_memory_reclaim_fn)(const struct ruda_heap_budget *budget);
+void ruda__memory_set_reclaim(ruda_memory_reclaim_fn reclaim);
+
 /* Index of a memory type among `memory`'s allowed by `type_bits` that has
  * every flag of `want`, one without `avoid` if there is; -ENOENT if none. */
 int ruda__memory_type(const VkPhysicalDeviceMemoryProperties *memory, uint32_t type_bits,

@@ -192,6 +192,25 @@ void ruda__peer_window_lend(struct ruda_peer_window *w)
 	cache.live--;
 }
 
+/* An allocation found its heap full: the kept windows whose memory is on
+ * it go (windows in use stay). */
+static bool reclaim_windows(const struct ruda_heap_budget *budget)
+{
+	bool gave = false;
+	for (unsigned i = cache.n; i-- > 0;) {
+		struct ruda_peer_window *w = cache.entries[i];
+		if (w->from.device && w->from.device->allocator.budget == budget) {
+			log_debug("device %u -> %u: kept shared window of %llu bytes given back: "
+				  "its heap is full", w->from.device->index, w->to.device->index,
+				  (unsigned long long)w->size);
+			uncache(i);
+			really_destroy(w);
+			gave = true;
+		}
+	}
+	return gave;
+}
+
 void ruda__peer_window_cache_clear(void)
 {
 	cache.closed = true;
@@ -325,6 +344,7 @@ int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint
 		*out = w;
 		return 0;
 	}
+	ruda__memory_set_reclaim(reclaim_windows);
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;

@@ -32,7 +32,7 @@ static ruda_client *connect_to(const struct test_daemon *d, uint32_t index)
 	return c;
 }
 
-static void start(const char *extra)
+static void start(const char *extra, const char *extra2)
 {
 	static char admin[160];
 	struct group *g = getgrgid(getegid());
@@ -41,7 +41,7 @@ static void start(const char *extra)
 	setenv("RUDA_PEER_CHUNK", "65536", 1);
 	setenv("RUDA_TEST_FAULTS", "1", 1); /* test_inject_device_loss */
 	const char *args[] = {"--device", "0,0", "--set", "log_level=debug", "--set", admin,
-			      extra ? "--set" : NULL, extra, NULL};
+			      extra ? "--set" : NULL, extra, extra2 ? "--set" : NULL, extra2, NULL};
 	test_daemon_start(&daemon_, args);
 	unsetenv("RUDA_TEST_FAULTS");
 	for (uint32_t i = 0; i < 2; i++)
@@ -50,12 +50,18 @@ static void start(const char *extra)
 
 static void setup(void)
 {
-	start(NULL);
+	start(NULL, NULL);
 }
 
 static void setup_no_export(void)
 {
-	start("export_memory=off");
+	start("export_memory=off", NULL);
+}
+
+/* No quotas: one client may fill the heap. */
+static void setup_no_quota(void)
+{
+	start("max_memory_per_client=unlimited", "max_memory_per_uid=unlimited");
 }
 
 static void teardown(void)
@@ -239,6 +245,52 @@ START_TEST(to_client_into_lent_window)
 }
 END_TEST
 
+/* A window kept for reuse after its lent buffer was released holds half
+ * the heap; a buffer that needs that memory takes it back (the allocator
+ * asks the window cache before answering OUT_OF_MEMORY). */
+START_TEST(kept_window_given_back_when_the_heap_is_full)
+{
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
+	ck_assert_int_eq(ruda_client_device_properties(clients[0], ruda_client_device_id(clients[0]), &p), RUDA_OK);
+	uint64_t heap = p.device_local_bytes, window = 1;
+	while (window * 2 <= heap / 2)
+		window *= 2;
+	if (window > (1ull << 30) || window < (64ull << 20)) {
+		printf("kept_window_given_back: a heap of %llu bytes: not tried\n",
+		       (unsigned long long)heap);
+		return;
+	}
+	/* half the window and a word: lent a window of `window` bytes */
+	ruda_handle src, dst;
+	ck_assert_int_eq(ruda_client_empty(clients[0], window / 2 + 4, &src), RUDA_OK);
+	ruda_status st = ruda_client_to_client(clients[0], src, clients[1], RUDA_ELEM_U8, &dst);
+	char why[256] = "";
+	ruda_client_last_error(clients[0], why, sizeof(why));
+	ck_assert_msg(st == RUDA_OK, "to_client of %llu bytes (heap %llu): %s: %s",
+		      (unsigned long long)(window / 2 + 4), (unsigned long long)heap,
+		      ruda_strerror(st), why);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 1);
+	ck_assert_int_eq(ruda_client_release(clients[0], src), RUDA_OK);
+	ck_assert_int_eq(ruda_client_release(clients[1], dst), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[0]), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+	ck_assert_uint_eq(ctl_sum("peer_window_bytes"), window);
+	/* three quarters of the heap, beside half of it kept */
+	uint64_t big = heap / 4 * 3;
+	if (big > p.max_buffer_size)
+		big = p.max_buffer_size;
+	ck_assert_uint_gt(big + window, heap);
+	ruda_handle b;
+	ck_assert_int_eq(ruda_client_empty(clients[1], big, &b), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+	ck_assert_int_eq(test_log_count(&daemon_, "given back: its heap is full"), 1);
+	ck_assert_uint_eq(ctl_sum("peer_window_bytes"), 0);
+	ck_assert_int_eq(ruda_client_release(clients[1], b), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
+}
+END_TEST
+
 /* The source device lost while the target holds a buffer lent from its
  * memory: the target's buffer keeps its bytes (the import holds the
  * memory), and everything goes once it is released. */
@@ -404,6 +456,11 @@ Suite *peer_copy_suite(void)
 	tcase_add_test(tc, all_reduce_two_logical_devices);
 	tcase_add_test(tc, killed_midway_leaves_nothing);
 	suite_add_tcase(s, tc);
+	TCase *heap = tcase_create("heap");
+	tcase_add_checked_fixture(heap, setup_no_quota, teardown);
+	tcase_set_timeout(heap, 120);
+	tcase_add_test(heap, kept_window_given_back_when_the_heap_is_full);
+	suite_add_tcase(s, heap);
 	TCase *fallback = tcase_create("fallback");
 	tcase_add_checked_fixture(fallback, setup_no_export, teardown);
 	tcase_set_timeout(fallback, 60);
