@@ -5,10 +5,17 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-/* Long enough for a small kernel's round trip on a GPU (tens of µs), short
- * enough that a long one costs little spinning before the client sleeps. */
-#define DEFAULT_SPIN_US 200u
+/* Long enough for a small kernel's round trip on a GPU (tens of µs), and
+ * for one that shares the device with busy clients (H100, 8 busy clients:
+ * 240 µs; a 200 µs watch ran out and the reply came through rudad's busy
+ * loop, 347 µs); short enough that a long one costs little spinning before
+ * the client sleeps. Hosts of few CPUs, where the watching client takes
+ * cores from the device (lavapipe) and rudad, watch as before. */
+#define DEFAULT_SPIN_US 1000u
+#define FEW_CPUS_SPIN_US 200u
+#define FEW_CPUS 8
 
 static uint64_t now_ns(void)
 {
@@ -20,7 +27,8 @@ static uint64_t now_ns(void)
 int ruda__sync_fast_init(struct ruda_sync_fast *f, int fd)
 {
 	f->page = NULL;
-	f->spin_ns = (uint64_t)DEFAULT_SPIN_US * 1000u;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	f->spin_ns = (uint64_t)(cpus >= FEW_CPUS ? DEFAULT_SPIN_US : FEW_CPUS_SPIN_US) * 1000u;
 	const char *env = getenv("RUDA_SYNC_SPIN_US");
 	if (env && *env) {
 		char *end;

@@ -663,7 +663,10 @@ int ruda_client_same_execution_queue(const ruda_client *a, const ruda_client *b)
 /* Send queued requests and have the daemon submit them; no wait. */
 ruda_status ruda_client_flush(ruda_client *client);
 
-/* Wait for all work of the stream; return (and clear) its first error. */
+/* Wait for all work of the stream; return (and clear) its first error.
+ * Watches the device's progress for up to 1 ms (200 µs on hosts of fewer
+ * than 8 CPUs; $RUDA_SYNC_SPIN_US: microseconds, 0 = none), yielding the
+ * processor between looks, before it sleeps until rudad's reply. */
 ruda_status ruda_client_sync(ruda_client *client);
 
 /* The error recorded against any of `handles`, without waiting. */
