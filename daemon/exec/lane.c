@@ -54,9 +54,14 @@ struct ruda_lane *ruda__lane_of(struct ruda_device *d, uint32_t queue)
 		const char *env = getenv("RUDA_LANE_INFLIGHT_US");
 		uint64_t us = env ? strtoull(env, NULL, 10) : 0;
 		uint64_t inflight_ns = us ? us * 1000u : RUDA_LANE_INFLIGHT_NS;
+		const char *max_env = getenv("RUDA_LANE_MAX_INFLIGHT");
+		unsigned long max = max_env ? strtoul(max_env, NULL, 10) : 0;
+		uint32_t max_inflight = max >= 1 && max <= 16 ? (uint32_t)max : RUDA_LANE_MAX_INFLIGHT;
 		for (uint32_t q = 0; q < RUDA_MAX_QUEUES; q++)
-			set->lane[q] = (struct ruda_lane){
-				.device = d, .queue = q, .inflight_ns = inflight_ns};
+			set->lane[q] = (struct ruda_lane){.device = d,
+							  .queue = q,
+							  .inflight_ns = inflight_ns,
+							  .max_inflight = max_inflight};
 		set->on_destroy.notify = lanes_destroy;
 		ruda__device_listen_destroy(d, &set->on_destroy);
 		d->lanes = set;
@@ -336,7 +341,7 @@ void ruda__lane_pump(struct ruda_device *d)
 		return;
 	for (uint32_t q = 0; q < d->nqueues; q++) {
 		struct ruda_lane *lane = &d->lanes->lane[q];
-		if ((!lane->recording && !lane->waiting) || lane->inflight >= RUDA_LANE_MAX_INFLIGHT)
+		if ((!lane->recording && !lane->waiting) || lane->inflight >= lane->max_inflight)
 			continue;
 		uint32_t max = rounds_per_submission(lane);
 		while (lane->waiting && !lane->cut && lane->rounds < max &&

@@ -249,7 +249,9 @@ void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *wait
  * waiting launches, and end the round. The lane keeps about
  * RUDA_LANE_INFLIGHT_NS of device time in flight, so a newcomer's launch
  * joins a round soon rather than queueing behind another client's backlog
- * (RUDA_LANE_INFLIGHT_US in rudad's environment changes it, to measure).
+ * (RUDA_LANE_INFLIGHT_US in rudad's environment changes it, to measure),
+ * in at most RUDA_LANE_MAX_INFLIGHT submissions (RUDA_LANE_MAX_INFLIGHT in
+ * the environment, 1-16, to measure).
  */
 #define RUDA_LANE_INFLIGHT_NS 150000u
 #define RUDA_LANE_MAX_INFLIGHT 2u
@@ -266,6 +268,7 @@ struct ruda_lane {
 	bool cut;                     /* `recording` ends here: a Sync waits for it */
 	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
 	uint64_t inflight_ns;         /* device time a submission may take */
+	uint32_t max_inflight;        /* submissions in flight at most */
 };
 
 /* The lane of `queue` on `device`, made on first use; NULL when the

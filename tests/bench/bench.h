@@ -257,10 +257,12 @@ int bench_worker_main(int argc, char **argv); /* argv[0] = NAME */
 struct bench_child {
 	pid_t pid;
 	int to, from;
+	const char *log; /* its stdout and stderr (the caller's string) */
 };
 /* Start `bench --worker argv...` with its stdout/stderr to `log`. */
 void bench_child_start(struct bench_child *c, char *const argv[], const char *log);
-/* One line from the child (without '\n'); fails the bench on EOF. */
+/* One line from the child (without '\n'); fails the bench on EOF, with the
+ * child's exit status and the end of its log. */
 void bench_child_read_line(struct bench_child *c, char *buf, size_t len);
 void bench_child_write(struct bench_child *c, const char *text);
 /* Wait for it; fails the bench if it does not exit 0. */

@@ -46,6 +46,7 @@ void bench_child_start(struct bench_child *c, char *const argv[], const char *lo
 	for (int i = 0; argv[i] && n < 63; i++)
 		args[n++] = argv[i];
 	args[n] = NULL;
+	c->log = log;
 	c->pid = fork();
 	BENCH_CHECK(c->pid >= 0, "fork: %s", strerror(errno));
 	if (c->pid == 0) {
@@ -102,7 +103,19 @@ static void write_all(int fd, const char *text)
 
 void bench_child_read_line(struct bench_child *c, char *buf, size_t len)
 {
-	BENCH_CHECK(read_line(c->from, buf, len) == 0, "worker %d ended early", (int)c->pid);
+	if (read_line(c->from, buf, len) == 0)
+		return;
+	/* what the worker said before it went, which its log (in the build
+	 * directory, on a lent machine gone with it) would otherwise keep */
+	int status = -1;
+	while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	size_t n = 0;
+	char *text = c->log ? bench_read_file(c->log, &n) : NULL;
+	size_t from = n > 4000 ? n - 4000 : 0;
+	bench_fail("worker %d ended early (wait status %d); the end of its log, %s:\n%.*s",
+		   (int)c->pid, status, c->log ? c->log : "(none)", (int)(n - from),
+		   text ? text + from : "");
 }
 
 void bench_child_write(struct bench_child *c, const char *text)

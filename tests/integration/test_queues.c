@@ -172,6 +172,49 @@ static void short_beside_long(const char *const *args)
 	test_daemon_stop(&d);
 }
 
+/* One client over 16 streams in lanes on 8 queues (RUDA_TEST_QUEUES: the
+ * bench's "one client over 16 streams" on the 8-queue GPUs), each stream
+ * 200 short launches then a sync, as the sharing group does it: every
+ * launch runs once (the count), with the right values. */
+START_TEST(sixteen_streams_on_eight_lanes)
+{
+	setenv("RUDA_TEST_QUEUES", "8", 1); /* inherited by rudad */
+	const char *args[] = {"--set", "lanes=on", NULL};
+	struct test_daemon d;
+	test_daemon_start(&d, args);
+	unsetenv("RUDA_TEST_QUEUES");
+	ruda_client *c = test_connect(&d, "streams");
+	ruda_handle h[2];
+	ruda_kernel k = spin_setup(c, h);
+	enum { STREAMS = 16, PER_STREAM = 200 };
+	uint32_t steps = 64;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < STREAMS * PER_STREAM; i++) {
+			ck_assert_int_eq(ruda_client_set_stream(c, (uint32_t)(i % STREAMS)), RUDA_OK);
+			ck_assert_int_eq(ruda_client_launch(c, k, (ruda_count){1, 1, 1}, h, 2, &steps, 4),
+					 RUDA_OK);
+		}
+		for (uint32_t s = 0; s < STREAMS; s++) {
+			ck_assert_int_eq(ruda_client_set_stream(c, s), RUDA_OK);
+			ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+		}
+	}
+	uint32_t count = 0, v[64];
+	ck_assert_int_eq(ruda_client_read_one(c, h[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 2 * STREAMS * PER_STREAM);
+	ck_assert_int_eq(ruda_client_read_one(c, h[0], v), RUDA_OK);
+	for (uint32_t lane = 0; lane < 64; lane++) {
+		uint32_t x = lane + 1;
+		for (uint32_t i = 0; i < steps; i++)
+			x = x * 1664525u + 1013904223u;
+		ck_assert_uint_eq(v[lane], x);
+	}
+	ck_assert_int_ge(test_log_count(&d, "8 queues"), 1);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 /* On queues of their own, where the device has several. */
 START_TEST(sessions_run_side_by_side)
 {
@@ -261,6 +304,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, one_stream_stays_in_order);
 	tcase_add_test(tc, one_stream_stays_in_order_in_lanes);
+	tcase_add_test(tc, sixteen_streams_on_eight_lanes);
 	tcase_add_test(tc, sessions_run_side_by_side);
 	tcase_add_test(tc, sessions_share_a_queue_in_rounds);
 	tcase_add_test(tc, sync_ends_its_rounds_submission);
