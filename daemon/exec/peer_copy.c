@@ -42,6 +42,23 @@ bool ruda__peer_chunk_forced(void)
 	return chunk_from_env != 0;
 }
 
+uint64_t ruda__peer_reduce_chunk(uint64_t size, uint32_t members)
+{
+	uint64_t chunk = ruda__peer_chunk();
+	if (chunk_from_env || size <= chunk || members < 2)
+		return chunk;
+	uint64_t windows = members - 1, window = chunk; /* windows are powers of two */
+	while (window < size && window <= RUDA_PEER_CACHE_BYTES)
+		window *= 2;
+	if (window <= RUDA_PEER_CACHE_BYTES / windows)
+		return size;
+	/* two chunks a window, every window kept */
+	uint64_t best = chunk;
+	while (4 * best * windows <= RUDA_PEER_CACHE_BYTES)
+		best *= 2;
+	return best;
+}
+
 struct peer_copy;
 
 /* One half of the window and the copies through it. */

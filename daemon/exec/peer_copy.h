@@ -24,6 +24,14 @@ uint64_t ruda__peer_chunk(void);
  * otherwise take one chunk of a call's size take chunks of it). */
 bool ruda__peer_chunk_forced(void);
 
+/* The chunk of an all-reduce of `size` bytes over `members` logical devices
+ * of one physical device (collective_peer.c): the call's size while its
+ * windows (one per member past the first, a power of two each) can all be
+ * kept (RUDA_PEER_CACHE_BYTES); past that the largest power of two from
+ * the default chunk whose windows of two chunks can; RUDA_PEER_CHUNK when
+ * set. A size at most the chunk's is one chunk either way. */
+uint64_t ruda__peer_reduce_chunk(uint64_t size, uint32_t members);
+
 /*
  * Copy `size` bytes from `src` (on window->from.device; nothing writes it
  * meanwhile) into `dst` at `dst_offset` (on window->to.device), through

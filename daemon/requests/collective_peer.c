@@ -109,26 +109,6 @@ static const char *refusal(const struct collective_op *op, struct ruda_device **
 	return NULL;
 }
 
-/*
- * The bytes of a chunk. One chunk of the call's size while the windows of
- * its other members can all be kept for the next call: each phase is then
- * one submission per device, and the loop hears three rounds, not three per
- * chunk (H100, 1 GiB f32 sum: 72.6 GB/s, against 38.1 in 64 MiB chunks,
- * which spent 46 of 60 ms of phases waiting between them). Past that, two
- * chunks alternate (RUDA_PEER_CHUNK, 64 MiB), each member keeping a
- * snapshot of its src; RUDA_PEER_CHUNK set always chunks (tests).
- */
-static uint64_t chunk_of(const struct collective_op *op)
-{
-	uint64_t chunk = ruda__peer_chunk();
-	if (ruda__peer_chunk_forced() || op->size <= chunk)
-		return chunk;
-	uint64_t window = chunk; /* windows are powers of two (peer_window.c) */
-	while (window < op->size && window <= RUDA_PEER_CACHE_BYTES)
-		window *= 2;
-	return window <= RUDA_PEER_CACHE_BYTES / (op->n - 1) ? op->size : chunk;
-}
-
 static void drop_windows(struct peer_reduce *pr)
 {
 	for (uint32_t j = 1; j < pr->op->n; j++)
@@ -186,7 +166,11 @@ int ruda__collective_peer_plan(struct collective_op *op, struct ruda_device **de
 			  "memory)", (unsigned long long)op->size, op->n);
 		return 0;
 	}
-	uint64_t chunk = chunk_of(op);
+	/* one chunk of the call's size while its windows can be kept: each
+	 * phase is then one submission per device, and the loop hears three
+	 * rounds, not three per chunk (H100, 1 GiB f32 sum: 72.6 GB/s against
+	 * 38.1 in 64 MiB chunks); past that, chunks as large as can be kept */
+	uint64_t chunk = ruda__peer_reduce_chunk(op->size, op->n);
 	for (;;) {
 		pr->chunk = op->size <= chunk ? op->size : chunk;
 		pr->nchunks = (op->size + pr->chunk - 1) / pr->chunk;
@@ -198,8 +182,8 @@ int ruda__collective_peer_plan(struct collective_op *op, struct ruda_device **de
 		if (!err)
 			break;
 		drop_windows(pr);
-		if (err == -ENOMEM && pr->nchunks == 1 && op->size > ruda__peer_chunk()) {
-			chunk = ruda__peer_chunk(); /* windows of two chunks may fit */
+		if (err == -ENOMEM && pr->chunk > ruda__peer_chunk()) {
+			chunk = ruda__peer_chunk(); /* windows of two default chunks may fit */
 			continue;
 		}
 		log_debug("all-reduce of %llu bytes over %u devices: through host staging (%s)",

@@ -1,6 +1,7 @@
 /* The all-reduce's CPU reduction (daemon/exec/reduce.c): every operation and
  * element type against plain loops, f16 rounding, integer wrap-around and
- * truncating means. */
+ * truncating means; and the chunk the device path takes for a call of each
+ * size (daemon/exec/peer_copy.c, RUDA_PEER_CHUNK unset). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 
 #include <ruda/ruda.h>
 
+#include "exec/peer_copy.h"
 #include "exec/reduce.h"
+#include "memory/peer_window.h"
 
 /* Three arrays of `count` elements, `stride` bytes apart. */
 static uint8_t *slots(size_t stride)
@@ -134,6 +137,30 @@ START_TEST(range_only)
 }
 END_TEST
 
+/* One chunk of the call's size while its windows can all be kept; past
+ * that, the largest chunks whose windows of two can; at least 64 MiB. */
+START_TEST(device_path_chunks)
+{
+	const uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
+	ck_assert_uint_eq(RUDA_PEER_CACHE_BYTES, 2 * GiB);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(MiB, 2), 64 * MiB); /* within a chunk */
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(64 * MiB, 2), 64 * MiB);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(64 * MiB + 4, 2), 64 * MiB + 4);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(GiB, 2), GiB);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(2 * GiB, 2), 2 * GiB);
+	/* a window of 4 GiB cannot be kept: two chunks of 1 GiB can */
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(2 * GiB + 4, 2), GiB);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(16 * GiB, 2), GiB);
+	/* three members: two windows */
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(GiB, 3), GiB);
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(GiB + 4, 3), 512 * MiB);
+	/* five: four windows of 2 x 256 MiB */
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(600 * MiB, 5), 256 * MiB);
+	/* many members: never below the default chunk */
+	ck_assert_uint_eq(ruda__peer_reduce_chunk(GiB, 64), 64 * MiB);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("collective");
@@ -142,6 +169,7 @@ int main(void)
 	tcase_add_test(tc, integers_wrap_and_truncate);
 	tcase_add_test(tc, f16_rounding);
 	tcase_add_test(tc, range_only);
+	tcase_add_test(tc, device_path_chunks);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
