@@ -108,8 +108,9 @@ void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *b)
 	if (b->use_stream && b->use_stream != s) {
 		/* the use it leaves behind on the other stream */
 		uint64_t v = submission_value(b->use_stream, b->use_seq);
-		if (v > b->use_value)
-			b->use_value = v;
+		uint32_t q = b->use_stream->queue;
+		if (q < RUDA_MAX_QUEUES && v > b->use_value[q])
+			b->use_value[q] = v;
 		if (!v && ruda__stream_unsubmitted(b->use_stream) &&
 		    b->use_seq == b->use_stream->recent_next)
 			b->use_elsewhere = 1;
@@ -118,18 +119,23 @@ void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *b)
 	b->use_seq = s->recent_next; /* the number the recording will have */
 }
 
-int64_t ruda__stream_buffer_done_value(struct ruda_buffer *b)
+int ruda__stream_buffer_done_values(struct ruda_buffer *b, uint64_t *values)
 {
 	if (b->use_elsewhere)
 		return -1;
-	uint64_t v = 0;
+	int n = 0;
 	struct ruda_stream *s = b->use_stream;
 	if (s) {
 		if (b->use_seq == s->recent_next && ruda__stream_unsubmitted(s))
 			ruda__stream_submit(s); /* the use is still being recorded */
-		v = submission_value(s, b->use_seq);
+		uint64_t v = submission_value(s, b->use_seq);
+		if (v)
+			values[n++] = v;
 	}
-	return (int64_t)(v > b->use_value ? v : b->use_value);
+	for (uint32_t q = 0; q < RUDA_MAX_QUEUES; q++)
+		if (b->use_value[q])
+			values[n++] = b->use_value[q];
+	return n;
 }
 
 void ruda__record_barrier(VkCommandBuffer cmd)

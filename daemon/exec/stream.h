@@ -208,12 +208,17 @@ void ruda__record_dispatch(struct ruda_device *d, VkCommandBuffer cmd, uint32_t 
 /* Note that `buffer` is used by the command being recorded on `s` (see
  * struct ruda_buffer's use_* fields). */
 void ruda__stream_note_use(struct ruda_stream *s, struct ruda_buffer *buffer);
-/* The timeline value that ends the last work recorded that uses `buffer`
- * (or a later one: never an earlier), submitting its stream first when
- * that work is still being recorded there; 0 when nothing is left to wait
- * for. -1 (and nothing submitted) when only the whole session's work
- * bounds it (use_elsewhere): the caller submits and waits for all of it. */
-int64_t ruda__stream_buffer_done_value(struct ruda_buffer *buffer);
+/* The timeline values that end the work recorded that uses `buffer`: the
+ * last use's submission (submitting its stream first when that work is
+ * still being recorded there), and the last earlier use on each other
+ * queue; each ends its queue's work up to it, so waiting for all of them
+ * (ruda__device_wait_values) waits for every use; `values` holds
+ * RUDA_MAX_QUEUES + 1. How many were written
+ * (0: nothing is left to wait for), or -1 (and nothing submitted) when
+ * only the whole session's work bounds it (use_elsewhere): the caller
+ * submits and waits for all of it. */
+int ruda__stream_buffer_done_values(struct ruda_buffer *buffer,
+				    uint64_t *values);
 
 /* Submit what is recorded. */
 ruda_status ruda__stream_submit(struct ruda_stream *s);

@@ -11,6 +11,7 @@
 
 #include "memory/buffer_limits.h"
 #include "device/allocator.h"
+#include "device/device.h"
 #include "common/ref.h"
 
 struct ruda_device;
@@ -37,12 +38,15 @@ struct ruda_buffer {
 	/* the last work that used it, which SyncBuffers waits for (not the
 	 * whole session): recorded on `use_stream` (borrowed: a stream of the
 	 * session that owns the buffer, and only its requests record uses) as
-	 * that stream's submission number `use_seq`. `use_value` bounds the
-	 * timeline values of earlier uses, on other streams, already submitted;
+	 * that stream's submission number `use_seq`. use_value[q] is the last
+	 * submission of queue q among earlier uses, on other streams, already
+	 * submitted: one per queue, as queues complete in no order between
+	 * them (a value of one queue says nothing of another's earlier work);
 	 * `use_elsewhere`: one was still being recorded when the buffer moved
 	 * to another stream (SyncBuffers then waits for the whole session). */
 	struct ruda_stream *use_stream;
-	uint64_t use_seq, use_value;
+	uint64_t use_seq;
+	uint64_t use_value[RUDA_MAX_QUEUES];
 	int use_elsewhere;
 };
 

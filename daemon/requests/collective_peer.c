@@ -385,8 +385,9 @@ static void combine(struct peer_reduce *pr, uint32_t s)
 	ruda__submission_add_waiter(sub, &w->base);
 	count_one(pr, s);
 	/* on failure the waiter has heard it */
-	if (ruda__submission_submit(sub) == 0 && dst && sub->value > dst->use_value)
-		dst->use_value = sub->value; /* SyncBuffers on it waits for the result */
+	/* SyncBuffers on dst waits for the result (a submission of queue 0) */
+	if (ruda__submission_submit(sub) == 0 && dst && sub->value > dst->use_value[0])
+		dst->use_value[0] = sub->value;
 }
 
 /* out: every other member's device copies the result into its dst. */
@@ -412,8 +413,8 @@ static void send_out(struct peer_reduce *pr, uint32_t s)
 		};
 		uint64_t value = 0;
 		submit_copy(pr, s, j, win->from.device, &c, &value);
-		if (value > dst->use_value)
-			dst->use_value = value;
+		if (value > dst->use_value[0]) /* a copy of queue 0 */
+			dst->use_value[0] = value;
 	}
 }
 

@@ -82,8 +82,9 @@ static void write_back(struct collective_op *op)
 						"all-reduce: out of memory");
 			continue;
 		}
-		if (rc == 0 && value > b->buffer->use_value)
-			b->buffer->use_value = value; /* SyncBuffers on it waits for the result */
+		/* SyncBuffers on it waits for the result (a copy of queue 0) */
+		if (rc == 0 && value > b->buffer->use_value[0])
+			b->buffer->use_value[0] = value;
 	}
 }
 

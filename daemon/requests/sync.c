@@ -271,7 +271,7 @@ void ruda__handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
 	/* only the last work that used them: an unrelated kernel running on
 	 * the same stream is not waited for; each buffer's, as they may have
 	 * been used on different queues */
-	size_t cap = sb->n_handles + s->streams.count + 1;
+	size_t cap = sb->n_handles * (RUDA_MAX_QUEUES + 1) + s->streams.count + 1;
 	uint64_t *targets = malloc(cap * sizeof(uint64_t));
 	size_t ntargets = 0;
 	bool everything = false;
@@ -290,9 +290,9 @@ void ruda__handle_sync_buffers(struct ruda_session *s, const Ruda__Request *req)
 			everything = true;
 			continue;
 		}
-		int64_t v = ruda__stream_buffer_done_value(b);
-		if (v > 0)
-			targets[ntargets++] = (uint64_t)v;
+		int n = ruda__stream_buffer_done_values(b, targets + ntargets);
+		if (n > 0)
+			ntargets += (size_t)n;
 	}
 	if (everything) {
 		ruda__session_submit_all(s);
