@@ -280,6 +280,15 @@ void ruda__device_abandon(struct ruda_device *device);
 unsigned ruda__device_abandoned_count(void);
 /* Whether everything submitted has completed (asks the driver). */
 bool ruda__device_idle(struct ruda_device *device);
+/* Whether submission `value`, of queue `queue`, is complete as the
+ * completion thread last published: its own queue reached it, or all work
+ * up to it did. Queues complete in no order between them, so `completed`
+ * alone would hold one queue's work back behind another's. */
+static inline bool ruda__device_done(struct ruda_device *d, uint32_t queue, uint64_t value)
+{
+	return value <= atomic_load(&d->completed) ||
+	       (queue < RUDA_MAX_QUEUES && value <= atomic_load(&d->queue_done[queue]));
+}
 
 /* Device time of the submission running now, counted from its start (or
  * the previous completion) so far; 0 when none runs. *owner (optional):

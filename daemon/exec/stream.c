@@ -557,9 +557,10 @@ int ruda__stream_saturated(const struct ruda_stream *s)
 {
 	if (s->ndeferred >= RUDA_STREAM_BATCH)
 		return 1; /* launches enough for a batch wait in its lane */
-	/* the oldest of the last few submissions is still running */
+	/* the oldest of the last few submissions is still running (on its own
+	 * queue: another queue's slower work does not hold this stream back) */
 	uint64_t oldest = s->recent[s->recent_next % RUDA_STREAM_MAX_INFLIGHT];
-	return oldest > atomic_load(&s->device->completed) && !atomic_load(&s->device->lost);
+	return !ruda__device_done(s->device, s->queue, oldest) && !atomic_load(&s->device->lost);
 }
 
 void ruda__stream_submit_dirty(struct ruda_stream **list)

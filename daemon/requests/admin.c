@@ -404,10 +404,9 @@ static uint32_t session_inflight(const struct ruda_session *s)
 {
 	if (!s->device || !s->arena)
 		return 0;
-	uint64_t done = atomic_load(&s->device->completed);
 	uint32_t n = 0;
 	for (unsigned i = 0; i < RUDA_STREAM_MAX_INFLIGHT; i++)
-		if (s->stream.recent[i] > done)
+		if (!ruda__device_done(s->device, s->stream.queue, s->stream.recent[i]))
 			n++;
 	return n;
 }

@@ -315,14 +315,16 @@ void ruda__session_arena_publish(struct ruda_session *s)
 {
 	if (!s->arena)
 		return;
-	/* submissions complete in order on the device's one queue: drop those
-	 * done, and the first still running bounds progress */
+	/* drop the writes done, each by its own queue's progress (queues
+	 * complete in no order between them); those still running bound it */
 	uint64_t done = atomic_load(&s->device->completed);
-	while (s->pending_count &&
-	       s->pending_writes[s->pending_first % s->pending_cap].value <= done) {
-		s->pending_first++;
-		s->pending_count--;
+	size_t kept = 0;
+	for (size_t i = 0; i < s->pending_count; i++) {
+		struct ruda_pending_write w = s->pending_writes[(s->pending_first + i) % s->pending_cap];
+		if (!ruda__device_done(s->device, w.queue, w.value))
+			s->pending_writes[(s->pending_first + kept++) % s->pending_cap] = w;
 	}
+	s->pending_count = kept;
 	uint64_t bound = s->arena_seen;
 	if (s->pending_overflow.first_write) {
 		if (s->pending_overflow.value <= done)
@@ -380,7 +382,8 @@ static void submission_done(struct ruda_waiter *base, int status)
 	free(w);
 }
 
-static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_write)
+static int pending_push(struct ruda_session *s, uint32_t queue, uint64_t value,
+			uint64_t first_write)
 {
 	if (s->pending_count == s->pending_cap) {
 		size_t cap = s->pending_cap ? s->pending_cap * 2 : 8;
@@ -395,7 +398,7 @@ static int pending_push(struct ruda_session *s, uint64_t value, uint64_t first_w
 		s->pending_first = 0;
 	}
 	s->pending_writes[(s->pending_first + s->pending_count++) % s->pending_cap] =
-		(struct ruda_pending_write){.value = value, .first_write = first_write};
+		(struct ruda_pending_write){.queue = queue, .value = value, .first_write = first_write};
 	return 0;
 }
 
@@ -410,7 +413,7 @@ static void stream_submitted(void *data, struct ruda_stream *st, struct ruda_sub
 	}
 	s->usage.submissions++;
 	sub->owner = s->id; /* whose work timed out, if it does */
-	if (first_write && pending_push(s, sub->value, first_write) < 0) {
+	if (first_write && pending_push(s, sub->queue, sub->value, first_write) < 0) {
 		/* out of memory: fold it into one coarser entry, which holds
 		 * progress back until everything it covers is done */
 		if (!s->pending_overflow.first_write || first_write < s->pending_overflow.first_write)
@@ -595,8 +598,8 @@ static bool update_held(struct ruda_session *s)
  * still waiting for a round or in the lane's recording. */
 static void any_inflight(struct ruda_stream *st, void *data)
 {
-	uint64_t last = st->last_value;
-	if (last > atomic_load(&st->device->completed) || (st->lane && ruda__stream_unsubmitted(st)))
+	if (!ruda__device_done(st->device, st->queue, st->last_value) ||
+	    (st->lane && ruda__stream_unsubmitted(st)))
 		*(int *)data = 1;
 }
 

@@ -189,6 +189,7 @@ struct ruda_session {
 	 * upload of each submission still in flight (in submission order) */
 	uint64_t arena_seen;
 	struct ruda_pending_write {
+		uint32_t queue; /* of the submission `value` */
 		uint64_t value, first_write;
 	} *pending_writes;
 	size_t pending_first, pending_count, pending_cap;
