@@ -896,6 +896,22 @@ static unsigned long long turns_yielded(struct ctl_run *r, const struct test_dae
 	return n;
 }
 
+/* Until rudad counts `n` sessions, asked through `c` itself: rudactl's
+ * session ends when rudactl exits, but rudad may read a client's next
+ * batch before it reads that end, and a second session puts the batch
+ * under the frame budget. */
+static void wait_for_sessions(ruda_client *c, uint32_t n)
+{
+	for (int i = 0; i < 500; i++) {
+		ruda_daemon_stats st = RUDA_DAEMON_STATS_INIT;
+		ck_assert_int_eq(ruda_client_daemon_stats(c, &st), RUDA_OK);
+		if (st.sessions == n)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("rudad never counted %u sessions", n);
+}
+
 /* `n` launches of fill, each writing its index over the whole buffer, sent
  * as one batch, then a sync: the buffer ends holding the last index only
  * if every launch ran, in order. */
@@ -928,6 +944,7 @@ START_TEST(frame_budget_yields_turns)
 	ck_assert_int_eq(ruda_client_empty(busy, 64 * 4, &buf), RUDA_OK);
 	ruda_kernel fill = test_register(busy, "fill", 1, 8);
 	unsigned long long alone0 = turns_yielded(r, &d);
+	wait_for_sessions(busy, 1);
 	fill_batch(busy, fill, buf, 64, 200);
 	ck_assert_uint_eq(turns_yielded(r, &d), alone0);
 
