@@ -2,14 +2,16 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+#include "transfer.h"
 
 /* Copies below this are one memcpy; parts are at least this large. */
 #define PARALLEL_MIN_BYTES (1u << 20)
@@ -96,13 +98,6 @@ static size_t copy_parts(void)
 	return did;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static void pause_briefly(void)
 {
 #ifdef __SSE2__
@@ -110,33 +105,29 @@ static void pause_briefly(void)
 #endif
 }
 
-/* Watch for a copy after generation `from` for up to the spin time;
- * whether one came. */
-static int spin_for_next(atomic_uint_fast64_t *gen, uint64_t from)
+/* Whether a copy came after generation `seen` (a helper's wait). */
+static bool next_copy_came(uint64_t seen)
 {
-	if (!pool.spin_ns)
-		return 0;
-	uint64_t end = now_ns() + pool.spin_ns;
-	for (unsigned i = 0;; i++) {
-		if (atomic_load_explicit(gen, memory_order_relaxed) != from)
-			return 1;
-		if ((i & 63) == 63 && now_ns() > end)
-			return 0;
-		pause_briefly();
-	}
+	return atomic_load_explicit(&pool.generation, memory_order_relaxed) != seen;
 }
 
-/* Watch for every part of the copy running to be copied, as long. */
-static int spin_copied(size_t parts)
+/* Whether all `parts` of the copy running are copied (the caller's wait). */
+static bool all_parts_copied(uint64_t parts)
+{
+	return atomic_load_explicit(&pool.copied, memory_order_acquire) >= parts;
+}
+
+/* Watch for `ready(arg)` for up to the spin time; whether it came. */
+static bool spin_until(bool (*ready)(uint64_t), uint64_t arg)
 {
 	if (!pool.spin_ns)
-		return 0;
-	uint64_t end = now_ns() + pool.spin_ns;
+		return false;
+	uint64_t end = ruda__transfer_now_ns() + pool.spin_ns;
 	for (unsigned i = 0;; i++) {
-		if (atomic_load_explicit(&pool.copied, memory_order_acquire) >= parts)
-			return 1;
-		if ((i & 63) == 63 && now_ns() > end)
-			return 0;
+		if (ready(arg))
+			return true;
+		if ((i & 63) == 63 && ruda__transfer_now_ns() > end)
+			return false;
 		pause_briefly();
 	}
 }
@@ -146,7 +137,7 @@ static void *helper(void *arg)
 	(void)arg;
 	uint64_t seen = 0;
 	for (;;) {
-		spin_for_next(&pool.generation, seen);
+		spin_until(next_copy_came, seen);
 		pthread_mutex_lock(&pool.lock);
 		while (atomic_load(&pool.generation) == seen)
 			pthread_cond_wait(&pool.wake, &pool.lock);
@@ -241,7 +232,7 @@ void ruda__parallel_copy(void *dst, const void *src, size_t n)
 	size_t did = copy_parts();
 	/* the bytes are in place once every part is copied; the helpers'
 	 * counting under the lock may come later (the next copy waits for it) */
-	if (!spin_copied(pool.parts)) {
+	if (!spin_until(all_parts_copied, pool.parts)) {
 		pthread_mutex_lock(&pool.lock);
 		pool.finished += did;
 		did = 0;

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "transfer.h"
 
 /* Long enough for a small kernel's round trip on a GPU (tens of µs), and
  * for one that shares the device with busy clients (H100, 8 busy clients:
@@ -16,13 +17,6 @@
 #define DEFAULT_SPIN_US 1000u
 #define FEW_CPUS_SPIN_US 200u
 #define FEW_CPUS 8
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int ruda__sync_fast_init(struct ruda_sync_fast *f, int fd)
 {
@@ -82,13 +76,13 @@ int ruda__sync_fast_wait(const struct ruda_sync_fast *f, struct ruda_arena_heade
 		return 0;
 	/* lengthened by the time its transfers take */
 	uint64_t watch = f->spin_ns + ruda_transfer_ns(bytes);
-	uint64_t deadline = now_ns() + (watch < RUDA_TRANSFER_WATCH_MAX_NS ? watch
+	uint64_t deadline = ruda__transfer_now_ns() + (watch < RUDA_TRANSFER_WATCH_MAX_NS ? watch
 									 : RUDA_TRANSFER_WATCH_MAX_NS);
 	for (unsigned i = 0;; i++) {
 		int r = look(f->page, arena, stream, request);
 		if (r)
 			return r > 0;
-		if ((i & 15) == 15 && now_ns() > deadline)
+		if ((i & 15) == 15 && ruda__transfer_now_ns() > deadline)
 			return 0;
 		/* rudad's loop and completion thread may need this core */
 		sched_yield();

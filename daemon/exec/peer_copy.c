@@ -47,10 +47,8 @@ uint64_t ruda__peer_reduce_chunk(uint64_t size, uint32_t members)
 	uint64_t chunk = ruda__peer_chunk();
 	if (chunk_from_env || size <= chunk || members < 2)
 		return chunk;
-	uint64_t windows = members - 1, window = chunk; /* windows are powers of two */
-	while (window < size && window <= RUDA_PEER_CACHE_BYTES)
-		window *= 2;
-	if (window <= RUDA_PEER_CACHE_BYTES / windows)
+	uint64_t windows = members - 1;
+	if (ruda__peer_window_size(size) <= RUDA_PEER_CACHE_BYTES / windows)
 		return size;
 	/* two chunks a window, every window kept */
 	uint64_t best = chunk;

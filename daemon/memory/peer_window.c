@@ -328,16 +328,21 @@ static struct ruda_peer_window *take_cached(struct ruda_device *from, struct rud
 	return NULL;
 }
 
+uint64_t ruda__peer_window_size(uint64_t size)
+{
+	uint64_t want = WINDOW_MIN;
+	while (want < size && want <= UINT64_MAX / 2)
+		want *= 2;
+	return want;
+}
+
 int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint64_t size,
 			  struct ruda_peer_window **out)
 {
 	const char *why;
 	if (!ruda__peer_possible(from, to, &why))
 		return -ENOTSUP;
-	uint64_t want = WINDOW_MIN;
-	while (want < size && want <= UINT64_MAX / 2)
-		want *= 2;
-	size = want;
+	size = ruda__peer_window_size(size);
 	struct ruda_peer_window *w = take_cached(from, to, size);
 	if (w) {
 		w->uses++;

@@ -54,6 +54,10 @@ struct ruda_peer_window {
 bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_device *to,
 			 const char **why);
 
+/* The bytes of the window made for `size` bytes: a power of two from
+ * 64 KiB. */
+uint64_t ruda__peer_window_size(uint64_t size);
+
 /* A window of at least `size` bytes from `from` into `to`: a kept one (at
  * most twice that size) or a new one (allocated, exported and imported on
  * the loop: no page is pinned, the memory is the device's own). 0 with
