@@ -92,6 +92,10 @@ static void spin_open(struct spinner *s, const char *kind, const char *socket,
 	uint32_t zero[LANES] = {0};
 	s->bufs[0] = bench_runner_buffer(s->r, sizeof(zero), zero);
 	s->bufs[1] = bench_runner_buffer(s->r, 4, zero);
+	/* the buffers' contents are written on stream 0: other streams are
+	 * not ordered after that unless the caller orders them (a sync), or a
+	 * zero written late undoes their launches' counts */
+	bench_runner_sync(s->r);
 }
 
 /* Every launch ran (the count) and computed the right values. */
@@ -372,6 +376,10 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 					printf("  %s kernel, %2d clients: %.0f kernels/s, in-process %.0f\n",
 					       sizes[z].name, procs[i], sizes[z].rudad[i],
 					       sizes[z].inproc[i]);
+		for (int z = 0; z < 2; z++)
+			if (strcmp(only, sizes[z].name) == 0)
+				printf("  %s kernel, one client over %d streams: %.0f kernels/s\n",
+				       sizes[z].name, STREAMS, sizes[z].streams);
 		return;
 	}
 	printf("sharing: latency of one client, idle and beside %d saturating clients...\n",

@@ -186,6 +186,9 @@ START_TEST(sixteen_streams_on_eight_lanes)
 	ruda_client *c = test_connect(&d, "streams");
 	ruda_handle h[2];
 	ruda_kernel k = spin_setup(c, h);
+	/* the zeros were uploaded on stream 0: synced, so that a late upload
+	 * cannot wipe counts that streams 1..15 made (streams are unordered) */
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	enum { STREAMS = 16, PER_STREAM = 200 };
 	uint32_t steps = 64;
 	for (int round = 0; round < 2; round++) {

@@ -281,7 +281,8 @@ ruda_status ruda_client_properties(const ruda_client *client, ruda_device_proper
 /*
  * Allocate `size` bytes on the device and upload `data` into them
  * (ErasedClient::create and create_from_slice). `data` may be reused as soon
- * as the call returns.
+ * as the call returns. The upload is work of the client's current stream:
+ * before another stream uses the buffer, sync this one (see "Streams").
  */
 ruda_status ruda_client_create(ruda_client *client, const void *data, size_t size,
 			       ruda_handle *out);
@@ -643,7 +644,12 @@ ruda_status ruda_client_launch_dynamic(ruda_client *client, ruda_kernel kernel,
 
 /*
  * Streams: work on one stream runs in order; different streams are
- * unordered unless the caller orders them (a sync). Errors are recorded on
+ * unordered unless the caller orders them (a sync). That holds for every
+ * request that touches a buffer, its creation with data and writes
+ * included: a kernel on stream 1 may run before (and an upload on stream 0
+ * then overwrite what it wrote) unless stream 0 was synced first. Only the
+ * zeros of a new buffer created without data are ordered by rudad before
+ * any stream's use. Errors are recorded on
  * the stream of the request that failed, and ruda_client_sync waits for and
  * reports the current stream. A client starts on stream 0; rudad allows 64
  * more per client.
