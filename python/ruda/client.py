@@ -509,7 +509,8 @@ class Client:
 
     def create(self, data):
         """A new buffer holding a copy of ``data`` (a numpy array of any dtype,
-        a numpy scalar or bytes), uploaded C-contiguous."""
+        a numpy scalar or bytes), uploaded C-contiguous on the current stream
+        (sync() before another stream uses it)."""
         arr = _host_array(data)
         if arr.nbytes == 0:
             raise ValueError("cannot create a buffer of 0 bytes")
@@ -587,7 +588,8 @@ class Client:
 
     def write(self, buf, data, offset=0):
         """Copy ``data`` (numpy array, scalar or bytes) into the buffer at byte
-        ``offset``."""
+        ``offset``, on the current stream (sync() before another stream uses
+        the buffer)."""
         self._own(buf)
         offset = _int(offset, "offset")
         arr = _host_array(data)
@@ -805,7 +807,9 @@ class Client:
 
     @property
     def stream(self):
-        """The stream this client's requests go to (0 at first; set it to 0..64)."""
+        """The stream this client's requests go to (0 at first; set it to 0..64).
+        Streams are unordered: before another stream uses a buffer created
+        or written on this one, sync() here."""
         return _L.ruda_client_execution_stream(self._p())
 
     @stream.setter
