@@ -173,17 +173,24 @@ static void *completion_main(void *arg)
 			continue;
 		}
 
-		/* wake when any busy queue moves on (one queue: its next value) */
-		VkSemaphore sems[RUDA_MAX_QUEUES];
-		uint64_t values[RUDA_MAX_QUEUES];
+		/* wake when any busy queue moves on (one queue: its next value),
+		 * or when the loop submits to a queue idle now (read first: a
+		 * submission after it raises the wake timeline past it) */
+		VkSemaphore sems[RUDA_MAX_QUEUES + 1];
+		uint64_t values[RUDA_MAX_QUEUES + 1];
 		uint32_t n = 0;
 		VkResult r = VK_SUCCESS;
+		uint64_t wake = atomic_load(&d->wake_value);
 		for (uint32_t q = 0; q < d->nqueues; q++) {
 			uint64_t v;
 			if (queue_timeline(d, q, &v) && v < atomic_load(&d->queue_submitted[q])) {
 				sems[n] = d->timelines[q];
 				values[n++] = d->nqueues == 1 ? want : v + 1;
 			}
+		}
+		if (n && d->wake_timeline) {
+			sems[n] = d->wake_timeline;
+			values[n++] = wake + 1;
 		}
 		VkSemaphoreWaitInfo wait = {
 			.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
@@ -240,6 +247,19 @@ no_lock:
 	return -ENODEV;
 }
 
+void ruda__device_completion_wake(struct ruda_device *d)
+{
+	if (!d->wake_timeline)
+		return;
+	VkSemaphoreSignalInfo signal = {
+		.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+		.semaphore = d->wake_timeline,
+		.value = atomic_fetch_add(&d->wake_value, 1) + 1,
+	};
+	if (vkSignalSemaphore(d->vk, &signal) != VK_SUCCESS)
+		log_warn("device %u: cannot wake the completion thread", d->index);
+}
+
 void ruda__device_completion_stop(struct ruda_device *d)
 {
 	if (d->stop) /* only the loop writes it */
@@ -248,6 +268,7 @@ void ruda__device_completion_stop(struct ruda_device *d)
 	d->stop = true;
 	pthread_cond_signal(&d->wake);
 	pthread_mutex_unlock(&d->lock);
+	ruda__device_completion_wake(d); /* not a wait's whole poll period later */
 	pthread_join(d->thread, NULL);
 	uint64_t value = 0;
 	if (ruda__device_read_completed(d, &value) == 0 && value > atomic_load(&d->completed))

@@ -330,6 +330,8 @@ static int make_queue_objects(struct ruda_device *d)
 		if (vkCreateSemaphore(d->vk, &sem, NULL, &d->timelines[i]) != VK_SUCCESS)
 			goto fail;
 	d->timeline = d->timelines[0];
+	if (d->nqueues > 1 && vkCreateSemaphore(d->vk, &sem, NULL, &d->wake_timeline) != VK_SUCCESS)
+		goto fail;
 	return 0;
 fail:
 	log_error("device %s: cannot create queue objects", d->props.deviceName);
@@ -343,6 +345,8 @@ static void destroy_queue_objects(struct ruda_device *d)
 	for (uint32_t i = 0; i < RUDA_MAX_QUEUES; i++)
 		if (d->timelines[i])
 			vkDestroySemaphore(d->vk, d->timelines[i], NULL);
+	if (d->wake_timeline)
+		vkDestroySemaphore(d->vk, d->wake_timeline, NULL);
 	if (d->command_pool)
 		vkDestroyCommandPool(d->vk, d->command_pool, NULL);
 }

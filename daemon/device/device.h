@@ -157,6 +157,13 @@ struct ruda_device {
 	pthread_cond_t wake;
 	_Atomic uint64_t target; /* written under lock; read unlocked while spinning */
 	bool stop;               /* guarded by lock */
+	/* With several queues the thread sleeps in one vkWaitSemaphores on the
+	 * queues busy when it went to sleep: a queue that gets work later is
+	 * not among them, and its end would be seen only when one of theirs
+	 * moves (a long kernel's end). The loop raises this host timeline when
+	 * it submits to an idle queue, which is in every such wait. */
+	VkSemaphore wake_timeline; /* VK_NULL_HANDLE with one queue */
+	_Atomic uint64_t wake_value;
 	uint64_t spin_ns; /* how long the thread polls before it sleeps */
 	/* uv_hrtime() by which the host-device copies submitted so far should
 	 * have ended: the thread polls until then, so a big transfer's end is

@@ -20,6 +20,9 @@ int ruda__device_completion_start(struct ruda_device *device);
 /* Stop and join it, then publish what the driver says has completed;
  * nothing if it is stopped already. */
 void ruda__device_completion_stop(struct ruda_device *device);
+/* Wake the thread from a wait on other queues (the loop submitted to an
+ * idle queue, or asks it to stop); nothing with one queue. */
+void ruda__device_completion_wake(struct ruda_device *device);
 /* Tear down what _start made (once stopped). */
 void ruda__device_completion_finish(struct ruda_device *device);
 /* The loop's side: the async the thread wakes, the watchdog. */

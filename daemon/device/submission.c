@@ -336,6 +336,16 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	d->target = value;
 	pthread_cond_signal(&d->wake);
 	pthread_mutex_unlock(&d->lock);
+	/* the thread may be asleep on the queues busy before, not this one:
+	 * it is only while another queue has work it has not seen end */
+	if (idle && d->nqueues > 1) {
+		for (uint32_t i = 0; i < d->nqueues; i++) {
+			if (i != q && atomic_load(&d->queue_done[i]) < atomic_load(&d->queue_submitted[i])) {
+				ruda__device_completion_wake(d);
+				break;
+			}
+		}
+	}
 	return 0;
 }
 

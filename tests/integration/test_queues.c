@@ -234,6 +234,61 @@ START_TEST(sessions_run_side_by_side)
 }
 END_TEST
 
+/* B's short work on an idle queue is seen to end while A's one long
+ * kernel runs on another. The completion thread sleeps on the queues busy
+ * when it went to sleep; B's queue was idle then, and before the wake
+ * timeline (device.h) its end was seen only when A's kernel ended. Needs a
+ * device with two queues that run side by side (not lavapipe). */
+START_TEST(an_idle_queues_work_is_seen_beside_a_long_kernel)
+{
+	struct test_daemon d;
+	test_daemon_start(&d, NULL);
+	/* RUDA_TEST_QUEUES's queues are one VkQueue: they run one at a time */
+	unsigned queues = getenv("RUDA_TEST_QUEUES") ? 1 : device_queues(&d);
+	if (queues < 2) {
+		test_daemon_stop(&d);
+		fprintf(stderr, "SKIP an_idle_queues_work_is_seen_beside_a_long_kernel: device 0 "
+				"runs %u queue at a time\n",
+			queues);
+		return;
+	}
+	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
+	ruda_handle ha[2], hb[2];
+	ruda_kernel ka = spin_setup(a, ha), kb = spin_setup(b, hb);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	/* one kernel of A's, about 200 ms: timed at 2^22 steps, scaled */
+	uint32_t steps = 1u << 22;
+	double t1 = test_now();
+	ck_assert_int_eq(spin(a, ka, ha, 1, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double one = test_now() - t1;
+	double scaled = (double)steps * 0.2 / (one > 1e-6 ? one : 1e-6);
+	steps = scaled > 4.2e9 ? 4200000000u : scaled < 64 ? 64u : (uint32_t)scaled & ~63u;
+	double t0 = test_now();
+	ck_assert_int_eq(spin(a, ka, ha, 1, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
+	usleep(20000); /* A's kernel runs, the thread asleep on A's queue */
+	double b0 = test_now();
+	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	double b_took = test_now() - b0;
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	double a_took = test_now() - t0;
+	fprintf(stderr, "A: one kernel of %u steps, %.3f s; B's short launch + sync beside it: %.4f s\n",
+		steps, a_took, b_took);
+	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
+	uint32_t count;
+	ck_assert_int_eq(ruda_client_read_one(b, hb[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 2);
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 /* On one queue, in rounds: B's launch joins the next round rather than
  * waiting behind A's backlog (before lanes it waited for all of it). */
 START_TEST(sessions_share_a_queue_in_rounds)
@@ -309,6 +364,7 @@ int main(void)
 	tcase_add_test(tc, one_stream_stays_in_order_in_lanes);
 	tcase_add_test(tc, sixteen_streams_on_eight_lanes);
 	tcase_add_test(tc, sessions_run_side_by_side);
+	tcase_add_test(tc, an_idle_queues_work_is_seen_beside_a_long_kernel);
 	tcase_add_test(tc, sessions_share_a_queue_in_rounds);
 	tcase_add_test(tc, sync_ends_its_rounds_submission);
 	suite_add_tcase(s, tc);
