@@ -123,52 +123,71 @@ static ruda_kernel spin_setup(ruda_client *c, ruda_handle bufs[2])
 	return test_register(c, "tests/shaders/spin", 2, 4);
 }
 
+/* A client with the spin kernel and its buffers. */
+struct spinner {
+	ruda_client *c;
+	ruda_kernel k;
+	ruda_handle h[2];
+};
+
+static struct spinner spinner_open(const struct test_daemon *d, const char *name)
+{
+	struct spinner s = {.c = test_connect(d, name)};
+	s.k = spin_setup(s.c, s.h);
+	return s;
+}
+
+/* A's `n` launches of `steps` sent, then B's one short launch + sync
+ * beside them: B's ends within a third of A's time. Every launch ran (A's
+ * `a_total` in all, B's one); closes both. */
+static void short_beside(struct spinner *a, int n, uint32_t steps, uint32_t a_total,
+			 struct spinner *b)
+{
+	double t0 = test_now();
+	ck_assert_int_eq(spin(a->c, a->k, a->h, n, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_flush(a->c), RUDA_OK);
+	usleep(20000); /* A's work has started */
+	double b0 = test_now();
+	ck_assert_int_eq(spin(b->c, b->k, b->h, 1, 64), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b->c), RUDA_OK);
+	double b_took = test_now() - b0;
+	ck_assert_int_eq(ruda_client_sync(a->c), RUDA_OK);
+	double a_took = test_now() - t0;
+	fprintf(stderr, "A: %d launches of %u steps in %.3f s; B's short launch + sync beside "
+			"them: %.4f s\n",
+		n, steps, a_took, b_took);
+	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
+	uint32_t count;
+	ck_assert_int_eq(ruda_client_read_one(b->c, b->h[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(ruda_client_read_one(a->c, a->h[1], &count), RUDA_OK);
+	ck_assert_uint_eq(count, a_total); /* every launch ran */
+	ruda_client_close(a->c);
+	ruda_client_close(b->c);
+}
+
 /* Another session's long work does not hold a short launch back: B's one
  * launch, sent after A's long backlog, is done long before A's is. */
 static void short_beside_long(const char *const *args)
 {
 	struct test_daemon d;
 	test_daemon_start(&d, args);
-	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
-	ruda_handle ha[2], hb[2];
-	ruda_kernel ka = spin_setup(a, ha), kb = spin_setup(b, hb);
+	struct spinner a = spinner_open(&d, "long"), b = spinner_open(&d, "short");
 	/* A's long work alone, timed: enough launches for a quarter second */
 	uint32_t steps = 1u << 19;
 	int n = 8;
 	uint32_t a_launches = 0;
-	double took;
 	for (;;) {
 		double t0 = test_now();
 		a_launches += (uint32_t)n;
-		ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
-		ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-		took = test_now() - t0;
-		if (took > 0.25 || n >= 4096)
+		ck_assert_int_eq(spin(a.c, a.k, a.h, n, steps), RUDA_OK);
+		ck_assert_int_eq(ruda_client_sync(a.c), RUDA_OK);
+		if (test_now() - t0 > 0.25 || n >= 4096)
 			break;
 		n *= 2;
 	}
 	/* again, and B's one short launch beside it */
-	double t0 = test_now();
-	a_launches += (uint32_t)n;
-	ck_assert_int_eq(spin(a, ka, ha, n, steps), RUDA_OK);
-	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
-	usleep(20000); /* A's work has started */
-	double b0 = test_now();
-	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	double b_took = test_now() - b0;
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	double a_took = test_now() - t0;
-	fprintf(stderr, "A: %d long launches in %.3f s; B's short launch + sync beside it: %.4f s\n",
-		n, a_took, b_took);
-	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
-	uint32_t count;
-	ck_assert_int_eq(ruda_client_read_one(b, hb[1], &count), RUDA_OK);
-	ck_assert_uint_eq(count, 1);
-	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &count), RUDA_OK);
-	ck_assert_uint_eq(count, a_launches); /* every launch ran */
-	ruda_client_close(a);
-	ruda_client_close(b);
+	short_beside(&a, n, steps, a_launches + (uint32_t)n, &b);
 	test_daemon_stop(&d);
 }
 
@@ -252,39 +271,19 @@ START_TEST(an_idle_queues_work_is_seen_beside_a_long_kernel)
 			queues);
 		return;
 	}
-	ruda_client *a = test_connect(&d, "long"), *b = test_connect(&d, "short");
-	ruda_handle ha[2], hb[2];
-	ruda_kernel ka = spin_setup(a, ha), kb = spin_setup(b, hb);
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	/* one kernel of A's, about 200 ms: timed at 2^22 steps, scaled */
+	struct spinner a = spinner_open(&d, "long"), b = spinner_open(&d, "short");
+	/* one kernel of A's, about 200 ms: timed at 2^22 steps (warm), scaled */
+	ck_assert_int_eq(spin(a.c, a.k, a.h, 1, 64), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a.c), RUDA_OK);
 	uint32_t steps = 1u << 22;
 	double t1 = test_now();
-	ck_assert_int_eq(spin(a, ka, ha, 1, steps), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(spin(a.c, a.k, a.h, 1, steps), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(a.c), RUDA_OK);
 	double one = test_now() - t1;
 	double scaled = (double)steps * 0.2 / (one > 1e-6 ? one : 1e-6);
 	steps = scaled > 4.2e9 ? 4200000000u : scaled < 64 ? 64u : (uint32_t)scaled & ~63u;
-	double t0 = test_now();
-	ck_assert_int_eq(spin(a, ka, ha, 1, steps), RUDA_OK);
-	ck_assert_int_eq(ruda_client_flush(a), RUDA_OK);
-	usleep(20000); /* A's kernel runs, the thread asleep on A's queue */
-	double b0 = test_now();
-	ck_assert_int_eq(spin(b, kb, hb, 1, 64), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	double b_took = test_now() - b0;
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	double a_took = test_now() - t0;
-	fprintf(stderr, "A: one kernel of %u steps, %.3f s; B's short launch + sync beside it: %.4f s\n",
-		steps, a_took, b_took);
-	ck_assert_msg(b_took < a_took / 3, "B waited %.3f s of A's %.3f s", b_took, a_took);
-	uint32_t count;
-	ck_assert_int_eq(ruda_client_read_one(b, hb[1], &count), RUDA_OK);
-	ck_assert_uint_eq(count, 1);
-	ck_assert_int_eq(ruda_client_read_one(a, ha[1], &count), RUDA_OK);
-	ck_assert_uint_eq(count, 2);
-	ruda_client_close(a);
-	ruda_client_close(b);
+	/* B's queue is idle while the completion thread sleeps on A's */
+	short_beside(&a, 1, steps, 3, &b);
 	test_daemon_stop(&d);
 }
 END_TEST
