@@ -32,7 +32,7 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
 	for t in ${TESTS:-test_sync_fast test_execution test_export test_isolation test_staging \
 		test_memory test_transfer test_arena test_priority test_allocation test_tensor \
 		test_graphs test_streams test_builtin_kernels test_dynamic_counts test_kernel \
-		test_faults test_devices test_clients test_bad_input}; do
+		test_faults test_devices test_clients test_bad_input test_queues test_sync_buffers}; do
 		[ -x "$BUILD/tests/$t" ] || { echo "$t missing"; continue; }
 		timeout 240 "$BUILD/tests/$t" > "/tmp/$t.txt" 2>&1
 		rc=$?
