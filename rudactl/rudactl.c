@@ -682,6 +682,11 @@ static void print_devices(const struct snapshot *snap)
 		       d->lost ? "; DEVICE LOST" : "");
 		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them\n", "submits",
 		       d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns));
+		if (d->lane_rounds)
+			printf("  %-14s %" PRIu64 " submissions, %" PRIu64 " rounds, %" PRIu64
+			       " launches (%.2f a round)\n",
+			       "lanes", d->lane_submissions, d->lane_rounds, d->lane_launches,
+			       (double)d->lane_launches / (double)d->lane_rounds);
 		printf("  %-14s %" PRIu64 " pipelines, %" PRIu64 " compiled\n", "kernels",
 		       d->pipelines, d->kernels_compiled);
 		printf("  %-14s %u\n", "clients", d->clients);

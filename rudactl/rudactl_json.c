@@ -289,6 +289,9 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "staged_copy_bytes", d->staged_copy_bytes);
 	json_u64(j, "queue_submits", d->queue_submits);
 	json_u64(j, "submit_ns", d->submit_ns);
+	json_u64(j, "lane_submissions", d->lane_submissions);
+	json_u64(j, "lane_rounds", d->lane_rounds);
+	json_u64(j, "lane_launches", d->lane_launches);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

@@ -90,6 +90,12 @@ struct ruda_device_stats {
 	 * them (uv_hrtime ns): what submitting costs the loop thread */
 	uint64_t queue_submits;
 	uint64_t submit_ns;
+	/* queue lanes (exec/lane.c): submissions made, rounds recorded, and
+	 * launches recorded in rounds; launches / rounds says how many
+	 * streams' kernels ran side by side */
+	uint64_t lane_submissions;
+	uint64_t lane_rounds;
+	uint64_t lane_launches;
 };
 
 struct ruda_device {

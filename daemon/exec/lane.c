@@ -172,6 +172,7 @@ static ruda_status record_launch(struct ruda_lane *lane, struct ruda_stream *s,
 			      l->bindings, l->nbindings, l->push, l->push_size);
 	sub->commands++;
 	s->lane_commands++;
+	lane->device->stats.lane_launches++;
 	return RUDA_OK;
 }
 
@@ -183,6 +184,7 @@ static ruda_status record_round(struct ruda_lane *lane)
 		return RUDA_ERROR_OUT_OF_MEMORY;
 	ruda__record_barrier(lane->recording->cmd);
 	lane->rounds++;
+	lane->device->stats.lane_rounds++;
 	struct ruda_stream **link = &lane->waiting;
 	while (*link) {
 		struct ruda_stream *s = *link;
@@ -296,6 +298,7 @@ static ruda_status submit_recording(struct ruda_lane *lane)
 		return why;
 	}
 	lane->inflight++;
+	lane->device->stats.lane_submissions++;
 	ruda__submission_add_waiter(sub, &w->base);
 	for (struct ruda_stream *s = joined; s; s = s->joined_next) {
 		uint64_t first_write = s->rec_first_write;

@@ -287,6 +287,9 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->staged_copy_bytes = d->stats.staged_bytes_out;
 	m->queue_submits = d->stats.queue_submits;
 	m->submit_ns = d->stats.submit_ns;
+	m->lane_submissions = d->stats.lane_submissions;
+	m->lane_rounds = d->stats.lane_rounds;
+	m->lane_launches = d->stats.lane_launches;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */

@@ -284,6 +284,7 @@ static double latency(const char *socket, uint32_t iterations, double seconds)
 struct loop_sample {
 	double t;
 	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
+	uint64_t lane_submissions, lane_rounds, lane_launches;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -296,6 +297,9 @@ static struct loop_sample loop_sample(const char *socket)
 		.queue_submits = st->devices[0]->queue_submits,
 		.submit_ns = st->devices[0]->submit_ns,
 		.turns_yielded = st->turns_yielded,
+		.lane_submissions = st->devices[0]->lane_submissions,
+		.lane_rounds = st->devices[0]->lane_rounds,
+		.lane_launches = st->devices[0]->lane_launches,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -314,8 +318,25 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 	if (submits)
 		printf(", %.1f us per submit",
 		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
-	printf(", %.0f turns yielded/s\n",
+	printf(", %.0f turns yielded/s",
 	       wall > 0 ? (double)(b->turns_yielded - a->turns_yielded) / wall : 0);
+	uint64_t rounds = b->lane_rounds - a->lane_rounds;
+	if (rounds)
+		printf(", %.2f launches a lane round",
+		       (double)(b->lane_launches - a->lane_launches) / (double)rounds);
+	printf("\n");
+}
+
+/* How the lanes filled between `a` and `b`: streams' kernels side by side
+ * in a round, rounds in a submission (nothing without lanes). */
+static void print_lanes(const char *what, const struct loop_sample *a, const struct loop_sample *b)
+{
+	uint64_t rounds = b->lane_rounds - a->lane_rounds;
+	uint64_t subs = b->lane_submissions - a->lane_submissions;
+	if (rounds && subs)
+		printf("  lanes during %s: %.2f launches a round, %.2f rounds a submission\n", what,
+		       (double)(b->lane_launches - a->lane_launches) / (double)rounds,
+		       (double)rounds / (double)subs);
 }
 
 /* ---- the group ---------------------------------------------------------------- */
@@ -360,14 +381,20 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 		for (size_t i = 0; i < NPOINTS; i++) {
 			printf("sharing: %s kernel, %d process%s through rudad, then in-process...\n",
 			       ks->name, procs[i], procs[i] > 1 ? "es" : "");
+			struct loop_sample s0 = loop_sample(d->socket_path);
 			ks->rudad[i] = median_point("rudad", d->socket_path, procs[i],
 						    ks->iterations, k, 1, rounds);
+			struct loop_sample s1 = loop_sample(d->socket_path);
+			print_lanes("them", &s0, &s1);
 			ks->inproc[i] = median_point("inproc", NULL, procs[i], ks->iterations, k, 1,
 						     rounds);
 		}
 		printf("sharing: %s kernel, one client over %d streams...\n", ks->name, STREAMS);
+		struct loop_sample s0 = loop_sample(d->socket_path);
 		ks->streams = median_point("rudad", d->socket_path, 1, ks->iterations,
 					   k * MAX_PROCS, STREAMS, rounds);
+		struct loop_sample s1 = loop_sample(d->socket_path);
+		print_lanes("them", &s0, &s1);
 	}
 	if (only && strcmp(only, "latency") != 0) {
 		for (int z = 0; z < 2; z++)

@@ -886,6 +886,64 @@ START_TEST(loop_busy_and_submits_counted)
 }
 END_TEST
 
+/* Queue lanes' counters: every launch recorded in a round is counted once,
+ * in rounds no more than the launches, in submissions no more than the
+ * rounds; `devices` prints them. */
+START_TEST(lane_rounds_counted)
+{
+	static const char *const lanes[] = {"--set", "lanes=on", "--set", "queues=1", NULL};
+	struct test_daemon d;
+	test_daemon_start(&d, lanes);
+	ruda_client *a = test_connect(&d, "lane a"), *b = test_connect(&d, "lane b");
+	struct ctl_run *r = malloc(sizeof(*r));
+	ruda_handle ha, hb;
+	ck_assert_int_eq(ruda_client_empty(a, MiB, &ha), RUDA_OK);
+	ck_assert_int_eq(ruda_client_empty(b, MiB, &hb), RUDA_OK);
+	ruda_kernel fa = test_register(a, "fill", 1, 8), fb = test_register(b, "fill", 1, 8);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	CTL(r, &d, "devices", "--json");
+	expect_ok(r, "devices --json");
+	struct flat *j = json_parse(r->out);
+	unsigned long long subs0 = jnum(j, "devices.0.lane_submissions"),
+			   rounds0 = jnum(j, "devices.0.lane_rounds"),
+			   launches0 = jnum(j, "devices.0.lane_launches");
+	json_free(j);
+	enum { N = 40 };
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t push[2] = {i, MiB / 4};
+		ck_assert_int_eq(ruda_client_launch(a, fa, (ruda_count){16, 1, 1}, &ha, 1, push,
+						    sizeof(push)),
+				 RUDA_OK);
+		ck_assert_int_eq(ruda_client_launch(b, fb, (ruda_count){16, 1, 1}, &hb, 1, push,
+						    sizeof(push)),
+				 RUDA_OK);
+	}
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	CTL(r, &d, "devices", "--json");
+	expect_ok(r, "devices --json");
+	j = json_parse(r->out);
+	unsigned long long subs = jnum(j, "devices.0.lane_submissions") - subs0,
+			   rounds = jnum(j, "devices.0.lane_rounds") - rounds0,
+			   launches = jnum(j, "devices.0.lane_launches") - launches0;
+	json_free(j);
+	ck_assert_uint_eq(launches, 2 * N);
+	ck_assert_uint_ge(rounds, N); /* a round takes one launch of each stream */
+	ck_assert_uint_le(rounds, 2 * N);
+	ck_assert_uint_ge(subs, 1);
+	ck_assert_uint_le(subs, rounds);
+	CTL(r, &d, "devices");
+	expect_ok(r, "devices");
+	expect_in(r->out, " rounds, ");
+	expect_in(r->out, " a round)");
+	free(r);
+	ruda_client_close(a);
+	ruda_client_close(b);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 static unsigned long long turns_yielded(struct ctl_run *r, const struct test_daemon *d)
 {
 	CTL(r, d, "status", "--json", "--sample", "0");
@@ -1297,6 +1355,7 @@ int main(void)
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);
 	tcase_add_test(tc, zero_fills_counted);
 	tcase_add_test(tc, loop_busy_and_submits_counted);
+	tcase_add_test(tc, lane_rounds_counted);
 	tcase_add_test(tc, frame_budget_yields_turns);
 	tcase_add_test(tc, drain_then_last_client_leaves);
 	tcase_add_test(tc, shutdown_stops_daemon);
