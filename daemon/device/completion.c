@@ -47,7 +47,7 @@ static void declare_lost(struct ruda_device *d, VkResult r, int status)
  * or the driver cannot say. */
 static bool queue_timeline(struct ruda_device *d, uint32_t q, uint64_t *v)
 {
-	if (atomic_load(&d->queue_done[q]) >= atomic_load(&d->queue_submitted[q]))
+	if (!ruda__device_queue_busy(d, q))
 		return false;
 	return vkGetSemaphoreCounterValue(d->vk, d->timelines[q], v) == VK_SUCCESS;
 }

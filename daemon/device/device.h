@@ -303,6 +303,13 @@ static inline bool ruda__device_done(struct ruda_device *d, uint32_t queue, uint
 	       (queue < RUDA_MAX_QUEUES && value <= atomic_load(&d->queue_done[queue]));
 }
 
+/* Whether queue `queue` has work whose end the completion thread has not
+ * published yet. Any thread. */
+static inline bool ruda__device_queue_busy(struct ruda_device *d, uint32_t queue)
+{
+	return atomic_load(&d->queue_done[queue]) < atomic_load(&d->queue_submitted[queue]);
+}
+
 /* Device time of the submission running now, counted from its start (or
  * the previous completion) so far; 0 when none runs. *owner (optional):
  * its session's id. How busy a device is shows while a launch runs. */

@@ -340,7 +340,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	 * it is only while another queue has work it has not seen end */
 	if (idle && d->nqueues > 1) {
 		for (uint32_t i = 0; i < d->nqueues; i++) {
-			if (i != q && atomic_load(&d->queue_done[i]) < atomic_load(&d->queue_submitted[i])) {
+			if (i != q && ruda__device_queue_busy(d, i)) {
 				ruda__device_completion_wake(d);
 				break;
 			}
@@ -360,7 +360,7 @@ void ruda__device_process_completions(struct ruda_device *d)
 	/* queues with work not done: later work of theirs is not done either */
 	uint32_t waiting = 0, busy = 0;
 	for (uint32_t q = 0; q < d->nqueues; q++)
-		if (atomic_load(&d->queue_done[q]) < atomic_load(&d->queue_submitted[q]))
+		if (ruda__device_queue_busy(d, q))
 			busy |= 1u << q;
 	while (sub) {
 		bool ok = sub->value <= done ||

@@ -318,13 +318,8 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 	if (submits)
 		printf(", %.1f us per submit",
 		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
-	printf(", %.0f turns yielded/s",
+	printf(", %.0f turns yielded/s\n",
 	       wall > 0 ? (double)(b->turns_yielded - a->turns_yielded) / wall : 0);
-	uint64_t rounds = b->lane_rounds - a->lane_rounds;
-	if (rounds)
-		printf(", %.2f launches a lane round",
-		       (double)(b->lane_launches - a->lane_launches) / (double)rounds);
-	printf("\n");
 }
 
 /* How the lanes filled between `a` and `b`: streams' kernels side by side
@@ -425,6 +420,7 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 	double loaded = latency(d->socket_path, sizes[0].iterations, window * 0.7);
 	struct loop_sample loaded1 = loop_sample(d->socket_path);
 	print_loop_window("loaded", &loaded0, &loaded1);
+	print_lanes("the loaded latency window", &loaded0, &loaded1);
 	double others = 0;
 	char line[256];
 	for (int i = 0; i < w.n; i++) {

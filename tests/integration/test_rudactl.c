@@ -886,6 +886,25 @@ START_TEST(loop_busy_and_submits_counted)
 }
 END_TEST
 
+/* What `devices --json` says of device 0's queue lanes. */
+struct lane_counts {
+	unsigned long long submissions, rounds, launches;
+};
+
+static struct lane_counts lane_counts(struct ctl_run *r, const struct test_daemon *d)
+{
+	CTL(r, d, "devices", "--json");
+	expect_ok(r, "devices --json");
+	struct flat *j = json_parse(r->out);
+	struct lane_counts n = {
+		.submissions = jnum(j, "devices.0.lane_submissions"),
+		.rounds = jnum(j, "devices.0.lane_rounds"),
+		.launches = jnum(j, "devices.0.lane_launches"),
+	};
+	json_free(j);
+	return n;
+}
+
 /* Queue lanes' counters: every launch recorded in a round is counted once,
  * in rounds no more than the launches, in submissions no more than the
  * rounds; `devices` prints them. */
@@ -902,13 +921,7 @@ START_TEST(lane_rounds_counted)
 	ruda_kernel fa = test_register(a, "fill", 1, 8), fb = test_register(b, "fill", 1, 8);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	CTL(r, &d, "devices", "--json");
-	expect_ok(r, "devices --json");
-	struct flat *j = json_parse(r->out);
-	unsigned long long subs0 = jnum(j, "devices.0.lane_submissions"),
-			   rounds0 = jnum(j, "devices.0.lane_rounds"),
-			   launches0 = jnum(j, "devices.0.lane_launches");
-	json_free(j);
+	struct lane_counts before = lane_counts(r, &d);
 	enum { N = 40 };
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t push[2] = {i, MiB / 4};
@@ -921,13 +934,10 @@ START_TEST(lane_rounds_counted)
 	}
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
-	CTL(r, &d, "devices", "--json");
-	expect_ok(r, "devices --json");
-	j = json_parse(r->out);
-	unsigned long long subs = jnum(j, "devices.0.lane_submissions") - subs0,
-			   rounds = jnum(j, "devices.0.lane_rounds") - rounds0,
-			   launches = jnum(j, "devices.0.lane_launches") - launches0;
-	json_free(j);
+	struct lane_counts after = lane_counts(r, &d);
+	unsigned long long subs = after.submissions - before.submissions,
+			   rounds = after.rounds - before.rounds,
+			   launches = after.launches - before.launches;
 	ck_assert_uint_eq(launches, 2 * N);
 	ck_assert_uint_ge(rounds, N); /* a round takes one launch of each stream */
 	ck_assert_uint_le(rounds, 2 * N);
