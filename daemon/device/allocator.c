@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "common/config.h"
@@ -160,6 +161,8 @@ int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,
 	if (m->keep_dedicated > (4ull << 30))
 		m->keep_dedicated = 4ull << 30;
 	m->keep_for_ns = RUDA_FREED_MEMORY_KEEP_MS * 1000000ull;
+	const char *slow = getenv("RUDA_TEST_SLOW_ALLOCATION_MS");
+	m->slow_ms = slow ? (uint32_t)strtoul(slow, NULL, 10) : 0;
 	m->budget = d->heap_budgets ? &d->heap_budgets[heap] : &m->own;
 	m->budget_next = m->budget->members;
 	m->budget->members = m;
@@ -206,8 +209,11 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 	free(p);
 }
 
+static void jobs_orphan(struct ruda_memory *m);
+
 void ruda__memory_finish(struct ruda_memory *m)
 {
+	jobs_orphan(m);
 	while (m->pages) {
 		struct ruda_memory_page *p = m->pages;
 		m->pages = p->next;
@@ -305,6 +311,31 @@ static bool wait_for_frees(struct ruda_memory *m)
 	return waited;
 }
 
+static VkResult allocate_memory(struct ruda_memory *m, const VkMemoryAllocateInfo *info,
+				VkDeviceMemory *memory)
+{
+	if (m->slow_ms && info->allocationSize >= RUDA_MEMORY_OFF_LOOP_BYTES)
+		usleep(m->slow_ms * 1000u);
+	return vkAllocateMemory(m->vk, info, NULL, memory);
+}
+
+/* Put new page `p` (its memory, size and kind set) among m's pages; false
+ * when out of memory (`p` is left to the caller, its ranges gone). */
+static bool page_insert(struct ruda_memory *m, struct ruda_memory_page *p)
+{
+	if (!p->dedicated && !range_add(p, 0, p->size)) {
+		ranges_finish(p);
+		return false;
+	}
+	p->next = m->pages;
+	m->pages = p;
+	m->stats.pages++;
+	m->stats.reserved += p->size;
+	if (!p->dedicated)
+		m->stats.empty_pages++;
+	return true;
+}
+
 static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, int dedicated,
 					 VkBuffer export_for)
 {
@@ -339,9 +370,9 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		.allocationSize = size,
 		.memoryTypeIndex = m->type,
 	};
-	VkResult res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
+	VkResult res = allocate_memory(m, &info, &p->memory);
 	if (res != VK_SUCCESS && (reclaim(m) | (release_kept(m) != 0) | wait_for_frees(m)))
-		res = vkAllocateMemory(m->vk, &info, NULL, &p->memory);
+		res = allocate_memory(m, &info, &p->memory);
 	if (res != VK_SUCCESS) {
 		free(p);
 		return NULL;
@@ -349,20 +380,13 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	p->size = size;
 	p->dedicated = dedicated;
 	p->exportable = export_for != VK_NULL_HANDLE;
-	if (!dedicated && !range_add(p, 0, size)) {
+	if (!page_insert(m, p)) {
 		vkFreeMemory(m->vk, p->memory, NULL);
-		ranges_finish(p);
 		free(p);
 		return NULL;
 	}
-	p->next = m->pages;
-	m->pages = p;
-	m->stats.pages++;
-	m->stats.reserved += size;
 	/* only the loop raises it: nothing came between the check and here */
 	atomic_fetch_add(&m->budget->held, size);
-	if (!dedicated)
-		m->stats.empty_pages++;
 	return p;
 }
 
@@ -488,6 +512,137 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 	*out = (struct ruda_allocation){.page = p, .memory = p->memory, .offset = offset,
 					.size = reserved};
 	return RUDA_OK;
+}
+
+/* ---- memory made ahead in the thread pool --------------------------------- */
+
+/* A page being allocated in the thread pool for an allocation to come. */
+struct ruda_memory_job {
+	struct ruda_memory *m; /* NULL once the allocator is gone */
+	struct ruda_memory_job *next; /* in m->jobs */
+	VkDeviceMemory memory; /* set in the pool; VK_NULL_HANDLE: refused */
+	uint64_t size;
+	int dedicated, persistent;
+	ruda_memory_ready_fn ready;
+	void *data;
+};
+
+static void job_allocate(void *arg)
+{
+	struct ruda_memory_job *j = arg;
+	VkMemoryAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.allocationSize = j->size,
+		.memoryTypeIndex = j->m->type,
+	};
+	if (allocate_memory(j->m, &info, &j->memory) != VK_SUCCESS)
+		j->memory = VK_NULL_HANDLE;
+}
+
+/* Back on the loop: the page joins the others, kept for the allocation
+ * it was made for (a dedicated one) or empty (a shared one). */
+static void job_done(void *arg)
+{
+	struct ruda_memory_job *j = arg;
+	struct ruda_memory *m = j->m;
+	if (!m) { /* the allocator went first and freed the memory */
+		free(j);
+		return;
+	}
+	struct ruda_memory_job **link = &m->jobs;
+	while (*link != j)
+		link = &(*link)->next;
+	*link = j->next;
+	struct ruda_memory_page *p = j->memory ? calloc(1, sizeof(*p)) : NULL;
+	if (p) {
+		p->memory = j->memory;
+		p->size = j->size;
+		p->dedicated = j->dedicated;
+		p->persistent = j->persistent;
+	}
+	if (p && page_insert(m, p)) {
+		if (p->dedicated) {
+			p->kept = 1;
+			p->kept_at_ns = uv_hrtime();
+			m->stats.kept_bytes += p->size;
+		}
+	} else {
+		free(p);
+		if (j->memory)
+			vkFreeMemory(m->vk, j->memory, NULL);
+		atomic_fetch_sub(&m->budget->held, j->size);
+	}
+	j->ready(j->data, j);
+	free(j);
+}
+
+/* The allocator goes: the jobs' allocations have run (or run now), their
+ * memory is freed here, and their ends on the loop find no allocator. */
+static void jobs_orphan(struct ruda_memory *m)
+{
+	if (!m->jobs)
+		return;
+	ruda__deferred_free_wait(m->frees);
+	while (m->jobs) {
+		struct ruda_memory_job *j = m->jobs;
+		m->jobs = j->next;
+		if (j->memory)
+			vkFreeMemory(m->vk, j->memory, NULL);
+		atomic_fetch_sub(&m->budget->held, j->size);
+		j->m = NULL;
+	}
+}
+
+/* Whether a shared page of `persistent` kind has `reserved` bytes free (a
+ * hint: they may not be in one range). */
+static bool shared_room(const struct ruda_memory *m, uint64_t reserved, int persistent)
+{
+	for (const struct ruda_memory_page *p = m->pages; p; p = p->next)
+		if (!p->dedicated && p->persistent == persistent && p->size - p->used >= reserved)
+			return true;
+	return false;
+}
+
+const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
+						   ruda_allocation_mode mode,
+						   ruda_memory_ready_fn ready, void *data)
+{
+	if (size > m->max_buffer_size)
+		return NULL;
+	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
+	uint64_t reserved = align_up(size ? size : 1, m->alignment);
+	int dedicated = reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED;
+	uint64_t bytes = dedicated ? reserved : m->page_size;
+	if (bytes < RUDA_MEMORY_OFF_LOOP_BYTES || !heap_has_room(m, bytes))
+		return NULL;
+	if (dedicated) {
+		for (const struct ruda_memory_page *p = m->pages; p; p = p->next)
+			if (p->kept && p->size == reserved)
+				return NULL;
+	} else {
+		if (shared_room(m, reserved, persistent))
+			return NULL;
+		/* a shared page on its way serves every allocation waiting */
+		for (const struct ruda_memory_job *j = m->jobs; j; j = j->next)
+			if (!j->dedicated && j->persistent == persistent && j->ready == ready &&
+			    j->data == data)
+				return j;
+	}
+	struct ruda_memory_job *j = malloc(sizeof(*j));
+	if (!j)
+		return NULL;
+	*j = (struct ruda_memory_job){.m = m, .size = bytes, .dedicated = dedicated,
+				      .persistent = persistent, .ready = ready, .data = data};
+	/* its bytes count on the heap from now: only the loop raises `held` */
+	atomic_fetch_add(&m->budget->held, bytes);
+	if (ruda__deferred_run(m->frees, job_allocate, job_done, j) < 0) {
+		atomic_fetch_sub(&m->budget->held, bytes);
+		free(j);
+		return NULL;
+	}
+	j->next = m->jobs;
+	m->jobs = j;
+	return j;
 }
 
 static void unlink_page(struct ruda_memory *m, struct ruda_memory_page *p)

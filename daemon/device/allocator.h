@@ -18,6 +18,13 @@
 #include "device/deferred_free.h"
 
 struct ruda_memory_page;
+struct ruda_memory_job;
+
+/* An allocation that needs new device memory of this many bytes or more
+ * gets it in the thread pool (ruda__memory_prepare), not on the loop: a
+ * 1 GiB vkAllocateMemory takes ~25 ms on the H200, and every client
+ * waited for it. */
+#define RUDA_MEMORY_OFF_LOOP_BYTES (16u << 20)
 
 /* What every buffer rudad makes can be used for: the allocator's memory
  * type is chosen for buffers of this usage. */
@@ -91,6 +98,8 @@ struct ruda_memory {
 	struct ruda_memory_page *pages;
 	struct ruda_memory_stats stats;
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
+	struct ruda_memory_job *jobs; /* pages being allocated in the pool */
+	uint32_t slow_ms; /* RUDA_TEST_SLOW_ALLOCATION_MS: tests' stand-in for a slow driver */
 };
 
 /* Memory a layer above keeps for reuse on the heaps (the shared windows'
@@ -128,6 +137,19 @@ void ruda__memory_finish(struct ruda_memory *m);
 ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64_t alignment,
 				    ruda_allocation_mode mode, VkBuffer export_for,
 				    struct ruda_allocation *out);
+/* Called on the loop when the memory a job made ahead is in place (or the
+ * driver refused it); `job` is what ruda__memory_prepare returned. */
+typedef void (*ruda_memory_ready_fn)(void *data, const struct ruda_memory_job *job);
+/* Make ahead, in the thread pool, the device memory that
+ * ruda__memory_alloc_mode(m, size, alignment, mode, VK_NULL_HANDLE, ...)
+ * would allocate on the loop (at least RUDA_MEMORY_OFF_LOOP_BYTES of it):
+ * the job, whose `ready(data, job)` comes once the memory waits, kept, for
+ * that call. NULL when the call can go ahead now: it finds memory, needs
+ * little, or the heap has no room (the loop's path frees what it can, or
+ * answers). Loop thread. */
+const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
+						   ruda_allocation_mode mode,
+						   ruda_memory_ready_fn ready, void *data);
 /* Whether the allocation's memory is its own and exportable. */
 bool ruda__memory_exportable(const struct ruda_allocation *a);
 /* Whether the allocation has a page (VkDeviceMemory) of its own. */

@@ -6,6 +6,7 @@ struct deferred {
 	uv_work_t work;
 	struct ruda_deferred_free *owner; /* borrowed: waits for us before it goes */
 	void (*release)(void *arg);
+	void (*then)(void *arg); /* on the loop, after release; or NULL */
 	void *arg;
 };
 
@@ -46,18 +47,19 @@ static void deferred_work(uv_work_t *work)
 static void deferred_done(uv_work_t *work, int status)
 {
 	(void)status; /* never cancelled */
-	free(work->data);
+	struct deferred *d = work->data;
+	if (d->then)
+		d->then(d->arg);
+	free(d);
 }
 
-void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void *arg),
-			     void *arg)
+int ruda__deferred_run(struct ruda_deferred_free *f, void (*work)(void *arg),
+		       void (*then)(void *arg), void *arg)
 {
 	struct deferred *d = f->loop ? malloc(sizeof(*d)) : NULL;
-	if (!d) {
-		release(arg);
-		return;
-	}
-	*d = (struct deferred){.owner = f, .release = release, .arg = arg};
+	if (!d)
+		return -1;
+	*d = (struct deferred){.owner = f, .release = work, .then = then, .arg = arg};
 	d->work.data = d;
 	pthread_mutex_lock(&f->lock);
 	f->pending++;
@@ -67,6 +69,14 @@ void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void 
 		f->pending--;
 		pthread_mutex_unlock(&f->lock);
 		free(d);
-		release(arg);
+		return -1;
 	}
+	return 0;
+}
+
+void ruda__deferred_free_run(struct ruda_deferred_free *f, void (*release)(void *arg),
+			     void *arg)
+{
+	if (ruda__deferred_run(f, release, NULL, arg) < 0)
+		release(arg);
 }

@@ -80,6 +80,32 @@ ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct rud
 	return ruda__buffer_create_mode(d, size, RUDA_ALLOCATION_AUTO, out);
 }
 
+const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64_t size,
+						   int mode, ruda_memory_ready_fn ready,
+						   void *data)
+{
+	char why[160];
+	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
+	if ((mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd) ||
+	    ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK)
+		return NULL;
+	/* the memory a buffer of this size needs: a probe's requirements */
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.size = vk_size_of(size),
+		.usage = RUDA_BUFFER_USAGE,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	VkBuffer probe;
+	if (vkCreateBuffer(d->vk, &info, NULL, &probe) != VK_SUCCESS)
+		return NULL;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(d->vk, probe, &req);
+	vkDestroyBuffer(d->vk, probe, NULL);
+	return ruda__memory_prepare(&d->allocator, req.size, (ruda_allocation_mode)mode, ready,
+				    data);
+}
+
 ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int mode,
 				     struct ruda_buffer **out)
 {

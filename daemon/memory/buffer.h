@@ -57,6 +57,16 @@ ruda_status ruda__buffer_create(struct ruda_device *device, uint64_t size,
  * exportable (device.h: export_off NULL): created with
  * VkExternalMemoryBufferCreateInfo, their memory allocated exportable and
  * dedicated to them. */
+ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
+				     struct ruda_buffer **out);
+/* Before ruda__buffer_create_mode(device, size, mode): make the device
+ * memory it would allocate on the loop in the thread pool instead
+ * (ruda__memory_prepare). The job, whose `ready` comes on the loop once
+ * that memory waits; NULL when the create can go ahead now (small, memory
+ * at hand, exportable, or past the device's limits: the create answers). */
+const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *device, uint64_t size,
+						   int mode, ruda_memory_ready_fn ready,
+						   void *data);
 /* A buffer of `size` bytes on the window's `to` device made of the
  * window's memory (peer_window.h), which is lent to it: no allocation, and
  * a copy into the window's `from` side on the other device fills it. The
@@ -68,8 +78,6 @@ ruda_status ruda__buffer_from_window(struct ruda_peer_window *window, uint64_t s
 /* What buffers the device may hold (buffer_limits.h), and the largest. */
 struct ruda_buffer_limits ruda__buffer_limits_of(const struct ruda_device *device);
 uint64_t ruda__buffer_largest(const struct ruda_device *device);
-ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, int mode,
-				     struct ruda_buffer **out);
 
 static inline void ruda__buffer_put(struct ruda_buffer *buffer)
 {

@@ -122,12 +122,48 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 	return st;
 }
 
+/* Device memory a parked request waited for is ready: its session takes
+ * the request again (`data`: the session context). */
+static void memory_ready(void *data, const struct ruda_memory_job *job)
+{
+	struct ruda_session_context *ctx = data;
+	for (struct ruda_session *s = ctx->throttled; s; s = s->throttled_next)
+		if (s->parked_for == job)
+			s->parked_for = NULL;
+	ruda__session_context_resume(ctx);
+}
+
+/* Whether the request allocating `size` bytes as `handle` waits (parked)
+ * while the thread pool makes the device memory it needs: the loop serves
+ * the other clients meanwhile. Not when the request will be refused, nor
+ * when it is handed again with its memory made. */
+static bool wait_for_memory(struct ruda_session *s, uint64_t handle, uint64_t size)
+{
+	if (s->memory_made) {
+		s->memory_made = 0;
+		return false;
+	}
+	if (ruda__request_buffer(s, handle) || s->buffers.count >= s->ctx->max_handles ||
+	    !ruda__session_quota_allows(s, size))
+		return false;
+	const struct ruda_memory_job *job =
+		ruda__buffer_prepare(s->device, size, s->allocation_mode, memory_ready, s->ctx);
+	if (!job)
+		return false;
+	s->parked = 1;
+	s->parked_for = job;
+	s->memory_made = 1;
+	return true;
+}
+
 void ruda__handle_empty(struct ruda_session *s, const Ruda__Request *req)
 {
 	const Ruda__Empty *e = req->empty;
 	struct ruda_stream *st = s->current;
 	char why[256];
 	struct ruda_buffer *buffer = NULL;
+	if (wait_for_memory(s, e->handle, e->size))
+		return; /* parked: it runs again once the memory is made */
 	ruda_status status = allocate(s, e->handle, e->size, &buffer, why, sizeof(why));
 	if (e->reply) {
 		/* try_empty: the verdict now, and no failed id left behind */

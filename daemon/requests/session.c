@@ -274,7 +274,7 @@ void ruda__session_context_resume(struct ruda_session_context *ctx)
 		/* a session waiting for an import stays until that one is done
 		 * (another's end wakes everyone) */
 		if (saturated(s) || locked_out(s) || ruda__arena_attaching(s->arena) ||
-		    ruda__arena_attaching(s->parked_on)) {
+		    ruda__arena_attaching(s->parked_on) || s->parked_for) {
 			link = &s->throttled_next;
 			continue;
 		}

@@ -22,6 +22,7 @@
 struct ruda_arena;
 struct ruda_buffer;
 struct ruda_connection;
+struct ruda_memory_job;
 struct ruda_pipeline;
 struct ruda_policy;
 struct ruda_throughput_cache;
@@ -219,12 +220,18 @@ struct ruda_session {
 	uint32_t priority;                /* scheduling priority, 1..7 (Hello) */
 	int held;                         /* held back for a higher priority */
 	int parked; /* the request being handled waits for the arena's import
-		     * (session_arena.c): the connection hands its frame again
-		     * once done (ruda__session_frame_done) */
+		     * (session_arena.c) or for device memory (buffers.c): the
+		     * connection hands its frame again once done
+		     * (ruda__session_frame_done) */
 	/* the staging region whose import the parked request waits for
 	 * (borrowed: requests stop while it waits, so it cannot be detached;
 	 * cleared when the session is resumed) */
 	struct ruda_arena *parked_on;
+	/* the device memory the parked request waits for, made in the thread
+	 * pool (buffers.c; cleared when it is ready), and whether the request
+	 * handed again has had its memory made (it allocates, not parks) */
+	const struct ruda_memory_job *parked_for;
+	int memory_made;
 	struct ruda_session_usage usage;
 };
 
@@ -286,6 +293,9 @@ ruda_status ruda__session_charge(struct ruda_session *session, uint64_t allocate
 				 uint64_t requested);
 void ruda__session_uncharge(struct ruda_session *session, uint64_t allocated,
 			    uint64_t requested);
+/* Whether `bytes` more would stay within the session's and its uid's
+ * quotas (charging them may still find a few bytes more allocated). */
+bool ruda__session_quota_allows(const struct ruda_session *session, uint64_t bytes);
 /* The same for `buffer`, also counting the pages of its own (own_pages). */
 ruda_status ruda__session_charge_buffer(struct ruda_session *session,
 					const struct ruda_buffer *buffer);

@@ -3,6 +3,7 @@
  * buffers and host bytes of staging regions.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,15 @@ static uint64_t uid_held(const struct ruda_handle_table *table, uid_t uid)
 	return bytes ? *bytes : 0;
 }
 
+/* Whether `bytes` more stay within `limit` beside `held` and within
+ * `uid_limit` beside `uid_total` (limits of 0: none). */
+static bool within(uint64_t held, uint64_t limit, uint64_t uid_total, uint64_t uid_limit,
+		   uint64_t bytes)
+{
+	return !(limit && (bytes > limit || held > limit - bytes)) &&
+	       !(uid_limit && (bytes > uid_limit || uid_total > uid_limit - bytes));
+}
+
 /* Add `bytes` to the uid's count in `table` unless that or the session's
  * own count `*held` would pass its limit (0: none). */
 static ruda_status charge(struct ruda_handle_table *table, uid_t uid, uint64_t *held,
@@ -32,8 +42,7 @@ static ruda_status charge(struct ruda_handle_table *table, uid_t uid, uint64_t *
 {
 	uint64_t *uid_bytes = ruda__handle_table_get(table, uid);
 	uint64_t uid_total = uid_bytes ? *uid_bytes : 0;
-	if ((limit && (bytes > limit || *held > limit - bytes)) ||
-	    (uid_limit && (bytes > uid_limit || uid_total > uid_limit - bytes)))
+	if (!within(*held, limit, uid_total, uid_limit, bytes))
 		return RUDA_ERROR_QUOTA;
 	if (!uid_bytes) {
 		uid_bytes = calloc(1, sizeof(*uid_bytes));
@@ -70,6 +79,12 @@ ruda_status ruda__session_charge(struct ruda_session *s, uint64_t allocated, uin
 	if (st == RUDA_OK)
 		s->requested += requested;
 	return st;
+}
+
+bool ruda__session_quota_allows(const struct ruda_session *s, uint64_t bytes)
+{
+	return within(s->bytes, s->quota, uid_held(&s->ctx->uid_bytes, s->uid), s->uid_quota,
+		      bytes);
 }
 
 void ruda__session_uncharge(struct ruda_session *s, uint64_t allocated, uint64_t requested)

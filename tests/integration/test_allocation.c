@@ -1,5 +1,7 @@
 /* Allocation modes and windows, and buffers exported as file descriptors. */
 #include <check.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -140,6 +142,135 @@ START_TEST(persistent_buffers_keep_apart)
 }
 END_TEST
 
+/* ---- device memory made off the loop -------------------------------------- */
+
+/* rudad's stand-in for a driver slow to allocate (RUDA_TEST_SLOW_ALLOCATION_MS:
+ * every new device memory of 16 MiB or more takes this long). */
+#define SLOW_MS 600
+#define BIG (64u << 20)
+
+static void start_slow(struct test_daemon *d)
+{
+	setenv("RUDA_TEST_SLOW_ALLOCATION_MS", "600", 1);
+	test_daemon_start(d, NULL);
+	unsetenv("RUDA_TEST_SLOW_ALLOCATION_MS");
+}
+
+struct creator {
+	const struct test_daemon *d;
+	double seconds;
+	int ok; /* written, read back and equal */
+	int done;
+};
+
+/* A client that creates a big buffer from data and reads it back. */
+static void *create_big(void *arg)
+{
+	struct creator *c = arg;
+	ruda_client *a = test_connect(c->d, "big buffer");
+	uint8_t *data = malloc(BIG), *back = malloc(BIG);
+	test_fill_random(data, BIG, 11);
+	double t0 = test_now();
+	ruda_handle h;
+	c->ok = ruda_client_create(a, data, BIG, &h) == RUDA_OK &&
+		ruda_client_read_one(a, h, back) == RUDA_OK && memcmp(data, back, BIG) == 0;
+	c->seconds = test_now() - t0;
+	ruda_client_release(a, h);
+	ruda_client_close(a);
+	free(data);
+	free(back);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The longest round trip of `b` while `c` runs; how many it made. */
+static double longest_round_trip(ruda_client *b, struct creator *c, int *count)
+{
+	double longest = 0;
+	*count = 0;
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
+		ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
+		double t0 = test_now();
+		ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
+		double t = test_now() - t0;
+		longest = t > longest ? t : longest;
+		(*count)++;
+		usleep(5000);
+	}
+	return longest;
+}
+
+/* A big buffer's device memory is made in the thread pool: the client that
+ * asked waits for it, the others are served meanwhile, and the buffer holds
+ * what was written. */
+START_TEST(big_allocation_leaves_the_loop_free)
+{
+	struct test_daemon d;
+	start_slow(&d);
+	ruda_client *b = test_connect(&d, "round trips");
+	/* B's own first page is made (slowly) before the measure starts */
+	ruda_handle small;
+	ck_assert_int_eq(ruda_client_empty(b, 4096, &small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	struct creator c = {.d = &d};
+	pthread_t thread;
+	ck_assert_int_eq(pthread_create(&thread, NULL, create_big, &c), 0);
+	int count;
+	double longest = longest_round_trip(b, &c, &count);
+	pthread_join(thread, NULL);
+	printf("create + read of %u MiB: %.3f s; %d round trips of another client beside it, "
+	       "the longest %.3f s\n",
+	       BIG >> 20, c.seconds, count, longest);
+	ck_assert(c.ok);
+	ck_assert(c.seconds >= SLOW_MS / 1000.0); /* the slow allocation happened */
+	ck_assert_int_ge(count, 5);
+	/* on the loop, one round trip would have waited out the allocation */
+	ck_assert(longest < SLOW_MS / 2000.0);
+	ruda_client_release(b, small);
+	ruda_client_close(b);
+	ck_assert_int_eq(test_daemon_stop(&d), 0);
+}
+END_TEST
+
+static int create_forever(ruda_client *c, void *arg)
+{
+	(void)arg;
+	static uint8_t data[BIG];
+	ruda_handle h;
+	test_fork_ready();
+	ruda_client_create(c, data, BIG, &h); /* killed while rudad allocates */
+	pause();
+	return 0;
+}
+
+/* A client killed while its buffer's memory is being made leaves nothing
+ * behind: the daemon serves the next one, which gets a buffer of the same
+ * size, and holds no more file descriptors than before. */
+START_TEST(client_killed_while_its_memory_is_made)
+{
+	struct test_daemon d;
+	start_slow(&d);
+	ruda_client *b = test_connect(&d, "after");
+	ruda_handle small;
+	ck_assert_int_eq(ruda_client_empty(b, 4096, &small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	int fds = test_settled_fds(d.pid);
+	for (int i = 0; i < 3; i++) {
+		pid_t child = test_fork_client(&d, "killed", create_forever, NULL);
+		usleep(200 * 1000); /* inside the 600 ms allocation */
+		test_kill(child);
+	}
+	struct creator c = {.d = &d};
+	create_big(&c);
+	ck_assert(c.ok);
+	ck_assert(test_daemon_alive(&d));
+	ck_assert_int_eq(test_settled_fds(d.pid), fds);
+	ruda_client_release(b, small);
+	ruda_client_close(b);
+	ck_assert_int_eq(test_daemon_stop(&d), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("allocation");
@@ -150,6 +281,11 @@ int main(void)
 	tcase_add_test(tc, get_resource_refusals);
 	tcase_add_test(tc, persistent_buffers_keep_apart);
 	suite_add_tcase(s, tc);
+	TCase *slow = tcase_create("memory made off the loop");
+	tcase_set_timeout(slow, 120);
+	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
+	tcase_add_test(slow, client_killed_while_its_memory_is_made);
+	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
