@@ -603,6 +603,13 @@ static bool shared_room(const struct ruda_memory *m, uint64_t reserved, int pers
 	return false;
 }
 
+bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode)
+{
+	uint64_t reserved = align_up(size ? size : 1, m->alignment);
+	return reserved <= m->max_shared && mode != RUDA_ALLOCATION_DEDICATED &&
+	       shared_room(m, reserved, mode == RUDA_ALLOCATION_PERSISTENT);
+}
+
 const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
 						   ruda_allocation_mode mode,
 						   ruda_memory_ready_fn ready, void *data)

@@ -150,6 +150,9 @@ typedef void (*ruda_memory_ready_fn)(void *data, const struct ruda_memory_job *j
 const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
 						   ruda_allocation_mode mode,
 						   ruda_memory_ready_fn ready, void *data);
+/* Whether an allocation of about `size` bytes in `mode` would find room in
+ * a shared page now (a hint, before ruda__memory_prepare's exact size). */
+bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode);
 /* Whether the allocation's memory is its own and exportable. */
 bool ruda__memory_exportable(const struct ruda_allocation *a);
 /* Whether the allocation has a page (VkDeviceMemory) of its own. */

@@ -147,7 +147,9 @@ END_TEST
 /* rudad's stand-in for a driver slow to allocate (RUDA_TEST_SLOW_ALLOCATION_MS:
  * every new device memory of 16 MiB or more takes this long). */
 #define SLOW_MS 600
-#define BIG (64u << 20)
+/* past a quarter of the largest shared page (256 MiB): memory of its own
+ * on every device, never room in a page B's buffer made */
+#define BIG (80u << 20)
 
 static void start_slow(struct test_daemon *d)
 {
