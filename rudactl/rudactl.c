@@ -687,6 +687,12 @@ static void print_devices(const struct snapshot *snap)
 			       " launches (%.2f a round)\n",
 			       "lanes", d->lane_submissions, d->lane_rounds, d->lane_launches,
 			       (double)d->lane_launches / (double)d->lane_rounds);
+		if (d->lane_gpu_ns) {
+			char idle[32];
+			printf("  %-14s %s on the device, queues idle %s between them\n", "",
+			       fmt_ns(a, sizeof(a), d->lane_gpu_ns),
+			       fmt_ns(idle, sizeof(idle), d->lane_idle_ns));
+		}
 		printf("  %-14s %" PRIu64 " pipelines, %" PRIu64 " compiled\n", "kernels",
 		       d->pipelines, d->kernels_compiled);
 		printf("  %-14s %u\n", "clients", d->clients);

@@ -38,6 +38,9 @@ struct ruda_waiter {
 	/* `status` is RUDA_OK or the device's failure; frees the waiter. */
 	void (*done)(struct ruda_waiter *waiter, int status);
 	uint64_t gpu_ns; /* set before done: device time of the submission */
+	/* and when it began and ended on the device's clock, in ns (0: not
+	 * measured; lanes count their queue's idle gaps from them) */
+	uint64_t gpu_begin_ns, gpu_end_ns;
 };
 
 /* One vkQueueSubmit: a command buffer and everything it must keep alive. */
@@ -57,6 +60,7 @@ struct ruda_submission {
 	uint64_t submitted_ns; /* uv_hrtime() at submission */
 	uint64_t owner;        /* id of the session whose work it is; 0: none */
 	uint64_t gpu_ns;    /* device time it took, once complete */
+	uint64_t gpu_begin_ns, gpu_end_ns; /* on the device's clock, once complete (0: unknown) */
 	struct ruda_ref **refs; /* owned references, dropped on completion */
 	size_t nrefs, refs_cap;
 	struct ruda_waiter *waiters, **waiters_tail;
@@ -96,6 +100,12 @@ struct ruda_device_stats {
 	uint64_t lane_submissions;
 	uint64_t lane_rounds;
 	uint64_t lane_launches;
+	/* device time of lane submissions, and the time their queues sat idle
+	 * before one submitted while its lane had another in flight (the
+	 * lane's depth did not cover rudad's delay in seeing the earlier one
+	 * end; gaps under RUDA_LANE_GAP_MAX_NS), by the device's timestamps */
+	uint64_t lane_gpu_ns;
+	uint64_t lane_idle_ns;
 };
 
 struct ruda_device {
@@ -335,8 +345,9 @@ void ruda__device_query_pair_put(struct ruda_device *device, int32_t pair);
 void ruda__device_query_pair_begin(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
 /* Record a timestamp into its second query. */
 void ruda__device_query_pair_end(struct ruda_device *device, VkCommandBuffer cmd, int32_t pair);
-/* Nanoseconds between the pair's timestamps (both written and complete);
- * 0 when unavailable. */
-uint64_t ruda__device_query_pair_ns(struct ruda_device *device, int32_t pair);
+/* The pair's timestamps (both written and complete) in ns of the device's
+ * clock: 0, or -1 when unavailable. */
+int ruda__device_query_pair_times(struct ruda_device *device, int32_t pair, uint64_t *begin_ns,
+				  uint64_t *end_ns);
 
 #endif

@@ -31,6 +31,8 @@ static void submission_run_waiters(struct ruda_submission *sub, int status)
 	while (w) {
 		struct ruda_waiter *next = w->next;
 		w->gpu_ns = sub->gpu_ns;
+		w->gpu_begin_ns = sub->gpu_begin_ns;
+		w->gpu_end_ns = sub->gpu_end_ns;
 		w->done(w, status);
 		w = next;
 	}
@@ -44,6 +46,7 @@ static void submission_recycle(struct ruda_submission *sub)
 	ruda__device_query_pair_put(d, sub->query_pair);
 	sub->query_pair = -1;
 	sub->gpu_ns = 0;
+	sub->gpu_begin_ns = sub->gpu_end_ns = 0;
 	sub->value = 0;
 	sub->commands = 0;
 	sub->host_bytes = 0;
@@ -123,6 +126,7 @@ struct ruda_submission *ruda__submission_begin_on(struct ruda_device *d, uint32_
 	 * submission to completion is counted instead) */
 	sub->query_pair = d->account_with_timestamps ? ruda__device_query_pair_get(d) : -1;
 	sub->gpu_ns = 0;
+	sub->gpu_begin_ns = sub->gpu_end_ns = 0;
 	ruda__device_query_pair_begin(d, sub->cmd, sub->query_pair);
 	return sub;
 }
@@ -381,9 +385,11 @@ void ruda__device_process_completions(struct ruda_device *d)
 		if (d->inflight_tail == sub)
 			d->inflight_tail = prev;
 		d->inflight_count--;
-		if (ok && sub->query_pair >= 0)
-			sub->gpu_ns = ruda__device_query_pair_ns(d, sub->query_pair);
-		else if (ok) {
+		if (ok && sub->query_pair >= 0) {
+			if (ruda__device_query_pair_times(d, sub->query_pair, &sub->gpu_begin_ns,
+							  &sub->gpu_end_ns) == 0)
+				sub->gpu_ns = sub->gpu_end_ns - sub->gpu_begin_ns;
+		} else if (ok) {
 			/* busy from its submission (or the previous completion, if
 			 * later: the queue runs one thing at a time) until now */
 			uint64_t now = loop_now_ns();

@@ -74,13 +74,18 @@ void ruda__device_query_pair_end(struct ruda_device *d, VkCommandBuffer cmd, int
 				    2 * (uint32_t)pair + 1);
 }
 
-uint64_t ruda__device_query_pair_ns(struct ruda_device *d, int32_t pair)
+int ruda__device_query_pair_times(struct ruda_device *d, int32_t pair, uint64_t *begin_ns,
+				  uint64_t *end_ns)
 {
 	uint64_t ticks[2];
 	if (pair < 0 || vkGetQueryPoolResults(d->vk, d->timestamps, 2 * (uint32_t)pair, 2,
 					      sizeof(ticks), ticks, sizeof(uint64_t),
 					      VK_QUERY_RESULT_64_BIT) != VK_SUCCESS)
-		return 0;
+		return -1;
 	uint64_t begin = ticks[0] & d->timestamp_mask, end = ticks[1] & d->timestamp_mask;
-	return end >= begin ? (uint64_t)((double)(end - begin) * d->timestamp_period) : 0;
+	if (end < begin)
+		return -1; /* the counter wrapped between them */
+	*begin_ns = (uint64_t)((double)begin * d->timestamp_period);
+	*end_ns = (uint64_t)((double)end * d->timestamp_period);
+	return 0;
 }

@@ -33,6 +33,7 @@ struct lane_waiter {
 	struct ruda_waiter base;
 	struct ruda_lane *lane;
 	uint32_t rounds;
+	bool behind; /* submitted while the lane had another in flight */
 };
 
 static void lanes_destroy(struct ruda_device_listener *listener, struct ruda_device *d)
@@ -225,6 +226,18 @@ static void lane_waiter_done(struct ruda_waiter *base, int status)
 	struct lane_waiter *w = (struct lane_waiter *)base;
 	struct ruda_lane *lane = w->lane;
 	lane->inflight--;
+	struct ruda_device_stats *stats = &lane->device->stats;
+	if (status == RUDA_OK && base->gpu_end_ns) {
+		stats->lane_gpu_ns += base->gpu_ns;
+		/* the begin stamp waits for the queue's earlier work: a begin
+		 * after the last end is time the queue had nothing to run */
+		uint64_t gap = base->gpu_begin_ns - lane->last_end_ns;
+		if (w->behind && lane->last_end_ns && base->gpu_begin_ns > lane->last_end_ns &&
+		    gap < RUDA_LANE_GAP_MAX_NS)
+			stats->lane_idle_ns += gap;
+		if (base->gpu_end_ns > lane->last_end_ns)
+			lane->last_end_ns = base->gpu_end_ns;
+	}
 	if (status == RUDA_OK && w->rounds) {
 		uint64_t per_round = base->gpu_ns / w->rounds;
 		lane->round_ns = lane->round_ns ? (3 * lane->round_ns + per_round) / 4 : per_round;
@@ -275,6 +288,7 @@ static ruda_status submit_recording(struct ruda_lane *lane)
 		w->base.done = lane_waiter_done;
 		w->lane = lane;
 		w->rounds = lane->rounds;
+		w->behind = lane->inflight > 0;
 	}
 	lane->rounds = 0;
 	lane->cut = false;

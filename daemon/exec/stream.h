@@ -274,7 +274,13 @@ struct ruda_lane {
 	uint64_t round_ns;            /* device time of a round, averaged (0: unknown) */
 	uint64_t inflight_ns;         /* device time a submission may take */
 	uint32_t max_inflight;        /* submissions in flight at most */
+	uint64_t last_end_ns;         /* device clock: its last submission's end (0: unknown) */
 };
+
+/* A lane's queue idle longer than this before a submission waited for
+ * something else than rudad (a device stall): not counted in
+ * stats.lane_idle_ns. */
+#define RUDA_LANE_GAP_MAX_NS 20000000u
 
 /* The lane of `queue` on `device`, made on first use; NULL when the
  * device's streams record alone (lanes off, or out of memory). */

@@ -284,7 +284,7 @@ static double latency(const char *socket, uint32_t iterations, double seconds)
 struct loop_sample {
 	double t;
 	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
-	uint64_t lane_submissions, lane_rounds, lane_launches;
+	uint64_t lane_submissions, lane_rounds, lane_launches, lane_gpu_ns, lane_idle_ns;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -300,6 +300,8 @@ static struct loop_sample loop_sample(const char *socket)
 		.lane_submissions = st->devices[0]->lane_submissions,
 		.lane_rounds = st->devices[0]->lane_rounds,
 		.lane_launches = st->devices[0]->lane_launches,
+		.lane_gpu_ns = st->devices[0]->lane_gpu_ns,
+		.lane_idle_ns = st->devices[0]->lane_idle_ns,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -328,10 +330,18 @@ static void print_lanes(const char *what, const struct loop_sample *a, const str
 {
 	uint64_t rounds = b->lane_rounds - a->lane_rounds;
 	uint64_t subs = b->lane_submissions - a->lane_submissions;
-	if (rounds && subs)
-		printf("  lanes during %s: %.2f launches a round, %.2f rounds a submission\n", what,
-		       (double)(b->lane_launches - a->lane_launches) / (double)rounds,
-		       (double)rounds / (double)subs);
+	if (!rounds || !subs)
+		return;
+	printf("  lanes during %s: %.2f launches a round, %.2f rounds a submission", what,
+	       (double)(b->lane_launches - a->lane_launches) / (double)rounds,
+	       (double)rounds / (double)subs);
+	/* by the device's timestamps: a submission's time on the device, and
+	 * how long its queue sat idle before it (rudad late to feed it) */
+	if (b->lane_gpu_ns > a->lane_gpu_ns)
+		printf(", %.0f us on the device and %.0f us idle before it",
+		       (double)(b->lane_gpu_ns - a->lane_gpu_ns) / (double)subs / 1e3,
+		       (double)(b->lane_idle_ns - a->lane_idle_ns) / (double)subs / 1e3);
+	printf("\n");
 }
 
 /* ---- the group ---------------------------------------------------------------- */

@@ -888,7 +888,8 @@ END_TEST
 
 /* What `devices --json` says of device 0's queue lanes. */
 struct lane_counts {
-	unsigned long long submissions, rounds, launches;
+	unsigned long long submissions, rounds, launches, gpu_ns, idle_ns;
+	int cpu; /* the device has no timestamps to count device time by */
 };
 
 static struct lane_counts lane_counts(struct ctl_run *r, const struct test_daemon *d)
@@ -900,7 +901,11 @@ static struct lane_counts lane_counts(struct ctl_run *r, const struct test_daemo
 		.submissions = jnum(j, "devices.0.lane_submissions"),
 		.rounds = jnum(j, "devices.0.lane_rounds"),
 		.launches = jnum(j, "devices.0.lane_launches"),
+		.gpu_ns = jnum(j, "devices.0.lane_gpu_ns"),
+		.idle_ns = jnum(j, "devices.0.lane_idle_ns"),
 	};
+	const char *type = jget(j, "devices.0.type");
+	n.cpu = type && !strcmp(type, "cpu");
 	json_free(j);
 	return n;
 }
@@ -943,6 +948,16 @@ START_TEST(lane_rounds_counted)
 	ck_assert_uint_le(rounds, 2 * N);
 	ck_assert_uint_ge(subs, 1);
 	ck_assert_uint_le(subs, rounds);
+	/* device time by timestamps, where the device has them: the rounds'
+	 * kernels took some; the queue was not idle longer than it worked */
+	unsigned long long gpu = after.gpu_ns - before.gpu_ns, idle = after.idle_ns - before.idle_ns;
+	if (after.cpu) {
+		ck_assert_uint_eq(after.gpu_ns, 0);
+		ck_assert_uint_eq(after.idle_ns, 0);
+	} else {
+		ck_assert_uint_gt(gpu, 0);
+		ck_assert_uint_le(idle, gpu);
+	}
 	CTL(r, &d, "devices");
 	expect_ok(r, "devices");
 	expect_in(r->out, " rounds, ");
