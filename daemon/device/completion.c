@@ -178,16 +178,21 @@ static void *completion_main(void *arg)
 		 * submission after it raises the wake timeline past it) */
 		VkSemaphore sems[RUDA_MAX_QUEUES + 1];
 		uint64_t values[RUDA_MAX_QUEUES + 1];
-		uint32_t n = 0;
+		uint32_t n = 0, on = 0;
 		VkResult r = VK_SUCCESS;
 		uint64_t wake = atomic_load(&d->wake_value);
+		/* said before the queues are read: a submission the reads miss
+		 * sees it, and wakes the wait */
+		atomic_store(&d->asleep_on, RUDA_COMPLETION_ASLEEP);
 		for (uint32_t q = 0; q < d->nqueues; q++) {
 			uint64_t v;
 			if (queue_timeline(d, q, &v) && v < atomic_load(&d->queue_submitted[q])) {
 				sems[n] = d->timelines[q];
 				values[n++] = d->nqueues == 1 ? want : v + 1;
+				on |= 1u << q;
 			}
 		}
+		atomic_store(&d->asleep_on, n ? RUDA_COMPLETION_ASLEEP | on : 0);
 		if (n && d->wake_timeline) {
 			sems[n] = d->wake_timeline;
 			values[n++] = wake + 1;
@@ -201,6 +206,7 @@ static void *completion_main(void *arg)
 		};
 		if (r == VK_SUCCESS && n)
 			r = vkWaitSemaphores(d->vk, &wait, COMPLETION_POLL_NS);
+		atomic_store(&d->asleep_on, 0);
 		uint64_t value = done;
 		if (r == VK_SUCCESS || r == VK_TIMEOUT)
 			r = ruda__device_read_completed(d, &value) < 0 ? VK_ERROR_DEVICE_LOST

@@ -31,6 +31,8 @@ struct ruda_lanes;
 
 /* Queues of the compute family a device uses at most. */
 #define RUDA_MAX_QUEUES 16u
+/* In ruda_device.asleep_on: the completion thread sleeps on its queues. */
+#define RUDA_COMPLETION_ASLEEP (1u << 31)
 
 /* Something to do on the loop once a submission has completed. */
 struct ruda_waiter {
@@ -180,6 +182,11 @@ struct ruda_device {
 	 * it submits to an idle queue, which is in every such wait. */
 	VkSemaphore wake_timeline; /* VK_NULL_HANDLE with one queue */
 	_Atomic uint64_t wake_value;
+	/* RUDA_COMPLETION_ASLEEP while the thread is in (or about to enter)
+	 * that wait, with bit q set for each queue q it waits on: the loop
+	 * raises the timeline only then, for a queue not among them (each
+	 * raise is a call into the driver's kernel side) */
+	_Atomic uint32_t asleep_on;
 	uint64_t spin_ns; /* how long the thread polls before it sleeps */
 	/* uv_hrtime() by which the host-device copies submitted so far should
 	 * have ended: the thread polls until then, so a big transfer's end is

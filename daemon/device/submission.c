@@ -340,16 +340,12 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	d->target = value;
 	pthread_cond_signal(&d->wake);
 	pthread_mutex_unlock(&d->lock);
-	/* the thread may be asleep on the queues busy before, not this one:
-	 * it is only while another queue has work it has not seen end */
-	if (idle && d->nqueues > 1) {
-		for (uint32_t i = 0; i < d->nqueues; i++) {
-			if (i != q && ruda__device_queue_busy(d, i)) {
-				ruda__device_completion_wake(d);
-				break;
-			}
-		}
-	}
+	/* the thread may be asleep on the queues busy before, not this one
+	 * (queue_submitted[q] was stored before this read: a thread that read
+	 * it too early says so here) */
+	uint32_t asleep_on = atomic_load(&d->asleep_on);
+	if (idle && (asleep_on & RUDA_COMPLETION_ASLEEP) && !(asleep_on & (1u << q)))
+		ruda__device_completion_wake(d);
 	return 0;
 }
 
