@@ -103,9 +103,10 @@ struct ruda_device_stats {
 	uint64_t lane_rounds;
 	uint64_t lane_launches;
 	/* device time of lane submissions, and the time their queues sat idle
-	 * before one submitted while its lane had another in flight (the
-	 * lane's depth did not cover rudad's delay in seeing the earlier one
-	 * end; gaps under RUDA_LANE_GAP_MAX_NS), by the device's timestamps */
+	 * before one submitted while its lane had another in flight, or had
+	 * launches held back by its depth (the depth did not cover rudad's
+	 * delay in seeing the earlier ones end; gaps under
+	 * RUDA_LANE_GAP_MAX_NS), by the device's timestamps */
 	uint64_t lane_gpu_ns;
 	uint64_t lane_idle_ns;
 };

@@ -33,7 +33,9 @@ struct lane_waiter {
 	struct ruda_waiter base;
 	struct ruda_lane *lane;
 	uint32_t rounds;
-	bool behind; /* submitted while the lane had another in flight */
+	/* submitted while the lane had another in flight, or had launches
+	 * held back by its depth: the queue should not have been idle */
+	bool behind;
 };
 
 static void lanes_destroy(struct ruda_device_listener *listener, struct ruda_device *d)
@@ -288,10 +290,11 @@ static ruda_status submit_recording(struct ruda_lane *lane)
 		w->base.done = lane_waiter_done;
 		w->lane = lane;
 		w->rounds = lane->rounds;
-		w->behind = lane->inflight > 0;
+		w->behind = lane->inflight > 0 || lane->held;
 	}
 	lane->rounds = 0;
 	lane->cut = false;
+	lane->held = false;
 	if (!w || ruda__submission_submit(sub) < 0) {
 		if (!w)
 			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
@@ -358,8 +361,12 @@ void ruda__lane_pump(struct ruda_device *d)
 		return;
 	for (uint32_t q = 0; q < d->nqueues; q++) {
 		struct ruda_lane *lane = &d->lanes->lane[q];
-		if ((!lane->recording && !lane->waiting) || lane->inflight >= lane->max_inflight)
+		if (!lane->recording && !lane->waiting)
 			continue;
+		if (lane->inflight >= lane->max_inflight) {
+			lane->held = true; /* its next submission waited for this depth */
+			continue;
+		}
 		uint32_t max = rounds_per_submission(lane);
 		while (lane->waiting && !lane->cut && lane->rounds < max &&
 		       (!lane->recording || lane->recording->commands < RUDA_STREAM_BATCH))

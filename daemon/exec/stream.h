@@ -275,6 +275,7 @@ struct ruda_lane {
 	uint64_t inflight_ns;         /* device time a submission may take */
 	uint32_t max_inflight;        /* submissions in flight at most */
 	uint64_t last_end_ns;         /* device clock: its last submission's end (0: unknown) */
+	bool held;                    /* launches waited for max_inflight since its last submission */
 };
 
 /* A lane's queue idle longer than this before a submission waited for
