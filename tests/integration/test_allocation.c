@@ -151,11 +151,24 @@ END_TEST
  * on every device, never room in a page B's buffer made */
 #define BIG (80u << 20)
 
-static void start_slow(struct test_daemon *d)
+/* rudad with slow allocations, and a client whose first page is made
+ * (slowly) before the case starts: it holds `small`. */
+static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_handle *small)
 {
 	setenv("RUDA_TEST_SLOW_ALLOCATION_MS", "600", 1);
 	test_daemon_start(d, NULL);
 	unsetenv("RUDA_TEST_SLOW_ALLOCATION_MS");
+	ruda_client *c = test_connect(d, name);
+	ck_assert_int_eq(ruda_client_empty(c, 4096, small), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	return c;
+}
+
+static void stop_slow(struct test_daemon *d, ruda_client *c, ruda_handle small)
+{
+	ruda_client_release(c, small);
+	ruda_client_close(c);
+	ck_assert_int_eq(test_daemon_stop(d), 0);
 }
 
 struct creator {
@@ -208,12 +221,8 @@ static double longest_round_trip(ruda_client *b, struct creator *c, int *count)
 START_TEST(big_allocation_leaves_the_loop_free)
 {
 	struct test_daemon d;
-	start_slow(&d);
-	ruda_client *b = test_connect(&d, "round trips");
-	/* B's own first page is made (slowly) before the measure starts */
 	ruda_handle small;
-	ck_assert_int_eq(ruda_client_empty(b, 4096, &small), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	ruda_client *b = start_slow(&d, "round trips", &small);
 	struct creator c = {.d = &d};
 	pthread_t thread;
 	ck_assert_int_eq(pthread_create(&thread, NULL, create_big, &c), 0);
@@ -228,9 +237,7 @@ START_TEST(big_allocation_leaves_the_loop_free)
 	ck_assert_int_ge(count, 5);
 	/* on the loop, one round trip would have waited out the allocation */
 	ck_assert(longest < SLOW_MS / 2000.0);
-	ruda_client_release(b, small);
-	ruda_client_close(b);
-	ck_assert_int_eq(test_daemon_stop(&d), 0);
+	stop_slow(&d, b, small);
 }
 END_TEST
 
@@ -251,11 +258,8 @@ static int create_forever(ruda_client *c, void *arg)
 START_TEST(client_killed_while_its_memory_is_made)
 {
 	struct test_daemon d;
-	start_slow(&d);
-	ruda_client *b = test_connect(&d, "after");
 	ruda_handle small;
-	ck_assert_int_eq(ruda_client_empty(b, 4096, &small), RUDA_OK);
-	ck_assert_int_eq(ruda_client_sync(b), RUDA_OK);
+	ruda_client *b = start_slow(&d, "after", &small);
 	int fds = test_settled_fds(d.pid);
 	for (int i = 0; i < 3; i++) {
 		pid_t child = test_fork_client(&d, "killed", create_forever, NULL);
@@ -267,9 +271,7 @@ START_TEST(client_killed_while_its_memory_is_made)
 	ck_assert(c.ok);
 	ck_assert(test_daemon_alive(&d));
 	ck_assert_int_eq(test_settled_fds(d.pid), fds);
-	ruda_client_release(b, small);
-	ruda_client_close(b);
-	ck_assert_int_eq(test_daemon_stop(&d), 0);
+	stop_slow(&d, b, small);
 }
 END_TEST
 
