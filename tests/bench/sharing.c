@@ -225,29 +225,48 @@ static double median_point(const char *kind, const char *socket, int p, uint32_t
 
 /* ---- calibration and latency ------------------------------------------------ */
 
-/* Iterations for a kernel of about `target` seconds, launched in-process
- * one after another (what the device gives one stream of them). */
-/* The steps whose kernel takes `target` s in-process, or `fixed` steps
- * measured: fixed lengths compare rudad's settings across runs, since the
- * calibration moves with the GPU's clocks. */
-static uint32_t calibrate(double target, uint32_t fixed, uint32_t most, double *got)
+/* Seconds a launch of `it` steps takes in-process, 20 one after another. */
+static double per_launch(struct spinner *s, uint32_t it)
+{
+	s->iterations = it;
+	spin_batch(s, 5);
+	double t0 = bench_now();
+	spin_batch(s, 20);
+	return (bench_now() - t0) / 20;
+}
+
+/* The steps whose kernel runs `target` s on the device, or `fixed` steps:
+ * fixed lengths compare rudad's settings across runs, since the
+ * calibration moves with the GPU's clocks. Launches one after another cost
+ * the host's launch at least (20-40 us on an H100, more than the short
+ * kernel): a length was once taken as soon as a launch took `target`, so
+ * on some machines the "25 us kernel" was 64 steps of nothing. The device's
+ * time a step is measured instead where launches are clearly longer than
+ * the host's floor, and the length scaled from it. *got: the kernel's
+ * device time so estimated; *launch: a launch's time in-process. */
+static uint32_t calibrate(double target, uint32_t fixed, uint32_t most, double *got,
+			  double *launch)
 {
 	struct spinner s;
 	spin_open(&s, "inproc", NULL, 1, 1);
-	double per = 0;
-	for (uint32_t it = fixed ? fixed : 64;; it *= 2) {
-		s.iterations = it;
-		spin_batch(&s, 5);
-		double t0 = bench_now();
-		spin_batch(&s, 20);
-		per = (bench_now() - t0) / 20;
-		if (fixed || per >= target || it >= most) {
-			spin_check(&s);
-			bench_runner_close(s.r);
-			*got = per;
-			return it;
-		}
+	double floor = per_launch(&s, 64), per = floor;
+	uint32_t it = fixed ? fixed : 64;
+	if (fixed)
+		per = per_launch(&s, it);
+	while (!fixed && (per < 4 * floor || per < target) && it < most)
+		per = per_launch(&s, it *= 2);
+	double step = per / it; /* device seconds a step, past the floor */
+	uint32_t want = it;
+	if (!fixed && target / step < (double)it) {
+		want = (uint32_t)(target / step + 63) / 64 * 64;
+		if (want < 64)
+			want = 64;
 	}
+	*got = step * want;
+	*launch = want == it ? per : per_launch(&s, want);
+	spin_check(&s);
+	bench_runner_close(s.r);
+	return want;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -370,12 +389,14 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 		BENCH_CHECK(sscanf(steps, "%u,%u", &fixed[0], &fixed[1]) == 2,
 			    "RUDA_BENCH_SPIN_STEPS wants two step counts, short,long: %s", steps);
 	for (int z = 0; z < 2; z++) {
+		double launch;
 		sizes[z].iterations = calibrate(sizes[z].target_s, fixed[z], most,
-					       &sizes[z].measured_s);
-		printf("\nsharing: %s kernel: %u steps, %.1f us a kernel in-process, one after "
-		       "another; %llu launches a client, %d round%s\n",
+					       &sizes[z].measured_s, &launch);
+		printf("\nsharing: %s kernel: %u steps, about %.1f us on the device (%.1f us a "
+		       "launch in-process, one after another); %llu launches a client, %d "
+		       "round%s\n",
 		       sizes[z].name, sizes[z].iterations, sizes[z].measured_s * 1e6,
-		       (unsigned long long)k, rounds, rounds > 1 ? "s" : "");
+		       launch * 1e6, (unsigned long long)k, rounds, rounds > 1 ? "s" : "");
 	}
 	/* a part alone, to compare rudad's settings quickly: latency, short, long */
 	const char *only = getenv("RUDA_BENCH_SHARING");
