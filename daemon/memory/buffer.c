@@ -87,8 +87,8 @@ const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64
 	char why[160];
 	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
 	if ((mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd) ||
-	    ruda__memory_at_hand(&d->allocator, vk_size_of(size), (ruda_allocation_mode)mode) ||
-	    ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK)
+	    ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK ||
+	    ruda__memory_at_hand(&d->allocator, vk_size_of(size), (ruda_allocation_mode)mode))
 		return NULL;
 	/* the memory a buffer of this size needs: a probe's requirements */
 	VkBufferCreateInfo info = {
