@@ -237,6 +237,17 @@ START_TEST(big_allocation_leaves_the_loop_free)
 	ck_assert_int_ge(count, 5);
 	/* on the loop, one round trip would have waited out the allocation */
 	ck_assert(longest < SLOW_MS / 2000.0);
+	/* try_empty's verdict waits for its memory too, and is the buffer */
+	double t0 = test_now();
+	ruda_handle tried;
+	ck_assert_int_eq(ruda_client_try_empty(b, BIG + (16u << 20), &tried), RUDA_OK);
+	ck_assert(test_now() - t0 >= SLOW_MS / 1000.0);
+	uint32_t *back = malloc(BIG + (16u << 20));
+	ck_assert_int_eq(ruda_client_read_one(b, tried, back), RUDA_OK);
+	for (size_t i = 0; i < (BIG + (16u << 20)) / 4; i += 4099)
+		ck_assert_uint_eq(back[i], 0); /* zero filled, as every new buffer */
+	free(back);
+	ruda_client_release(b, tried);
 	stop_slow(&d, b, small);
 }
 END_TEST
