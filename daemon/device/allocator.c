@@ -305,7 +305,8 @@ static bool wait_for_frees(struct ruda_memory *m)
 	bool waited = false;
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
 		if (atomic_load(&o->freeing)) {
-			ruda__deferred_free_wait(o->frees);
+			/* the frees, not an allocation under way in the pool */
+			ruda__deferred_free_wait_zero(o->frees, &o->freeing);
 			waited = true;
 		}
 	return waited;

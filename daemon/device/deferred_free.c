@@ -25,6 +25,15 @@ void ruda__deferred_free_wait(struct ruda_deferred_free *f)
 	pthread_mutex_unlock(&f->lock);
 }
 
+void ruda__deferred_free_wait_zero(struct ruda_deferred_free *f, _Atomic uint64_t *count)
+{
+	pthread_mutex_lock(&f->lock);
+	/* lowered before the job's broadcast, under this lock */
+	while (atomic_load(count) && f->pending)
+		pthread_cond_wait(&f->idle, &f->lock);
+	pthread_mutex_unlock(&f->lock);
+}
+
 void ruda__deferred_free_finish(struct ruda_deferred_free *f)
 {
 	ruda__deferred_free_wait(f);

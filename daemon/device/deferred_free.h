@@ -12,6 +12,8 @@
 #define RUDA_DEFERRED_FREE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <uv.h>
 
 struct ruda_deferred_free {
@@ -22,8 +24,11 @@ struct ruda_deferred_free {
 };
 
 void ruda__deferred_free_init(struct ruda_deferred_free *f, uv_loop_t *loop);
-/* Waits for every queued free to have run. */
+/* Waits for every queued free (and job) to have run. */
 void ruda__deferred_free_wait(struct ruda_deferred_free *f);
+/* Waits until `*count`, which the queued frees lower as they run, is 0:
+ * not for the other jobs (an allocation under way). */
+void ruda__deferred_free_wait_zero(struct ruda_deferred_free *f, _Atomic uint64_t *count);
 /* Waits as ruda__deferred_free_wait, then tears `f` down. */
 void ruda__deferred_free_finish(struct ruda_deferred_free *f);
 
