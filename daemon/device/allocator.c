@@ -184,6 +184,8 @@ struct page_release {
 static void page_release(void *arg)
 {
 	struct page_release *r = arg;
+	if (r->m->slow_ms && r->size >= RUDA_MEMORY_OFF_LOOP_BYTES)
+		usleep(r->m->slow_ms * 1000u);
 	vkFreeMemory(r->m->vk, r->memory, NULL);
 	atomic_fetch_sub(&r->m->budget->held, r->size);
 	atomic_fetch_sub(&r->m->freeing, r->size);
@@ -291,6 +293,18 @@ static bool heap_has_kept(struct ruda_memory *m)
 static bool heap_has_room(struct ruda_memory *m, uint64_t size)
 {
 	uint64_t held = atomic_load(&m->budget->held);
+	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+}
+
+/* Whether `size` more bytes fit the heap once the frees under way, by
+ * every allocator on it, have ended. */
+static bool room_once_freed(struct ruda_memory *m, uint64_t size)
+{
+	uint64_t freeing = 0;
+	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
+		freeing += atomic_load(&o->freeing);
+	uint64_t held = atomic_load(&m->budget->held);
+	held = held > freeing ? held - freeing : 0;
 	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
 }
 
@@ -524,13 +538,30 @@ struct ruda_memory_job {
 	VkDeviceMemory memory; /* set in the pool; VK_NULL_HANDLE: refused */
 	uint64_t size;
 	int dedicated, persistent;
+	/* its bytes fit the heap only once frees under way end: the pool
+	 * waits for them first */
+	bool after_frees;
 	ruda_memory_ready_fn ready;
 	void *data;
 };
 
+/* How long the pool waits for frees to make room before it gives up (the
+ * loop's path then decides). */
+#define JOB_FREES_WAIT_NS (10ull * 1000 * 1000 * 1000)
+
 static void job_allocate(void *arg)
 {
 	struct ruda_memory_job *j = arg;
+	/* its own bytes are counted already: room once `held` is back within
+	 * the heap, as the frees lower it */
+	uint64_t until = uv_hrtime() + JOB_FREES_WAIT_NS;
+	while (j->after_frees && atomic_load(&j->m->budget->held) > j->m->heap_size) {
+		if (uv_hrtime() > until) {
+			j->memory = VK_NULL_HANDLE;
+			return;
+		}
+		usleep(200);
+	}
 	VkMemoryAllocateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
 		.allocationSize = j->size,
@@ -621,7 +652,7 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	uint64_t reserved = align_up(size ? size : 1, m->alignment);
 	int dedicated = reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED;
 	uint64_t bytes = dedicated ? reserved : m->page_size;
-	if (bytes < RUDA_MEMORY_OFF_LOOP_BYTES || !heap_has_room(m, bytes))
+	if (bytes < RUDA_MEMORY_OFF_LOOP_BYTES)
 		return NULL;
 	if (dedicated) {
 		for (const struct ruda_memory_page *p = m->pages; p; p = p->next)
@@ -636,12 +667,28 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 			    j->data == data)
 				return j;
 	}
+	/* a full heap: what is kept goes (wanted memory first), and where
+	 * frees under way will make room, the pool waits for them rather than
+	 * the loop */
+	bool after_frees = false;
+	if (!heap_has_room(m, bytes)) {
+		reclaim(m);
+		if (!heap_has_room(m, bytes) && heap_has_kept(m))
+			release_kept(m);
+		if (!heap_has_room(m, bytes)) {
+			if (!room_once_freed(m, bytes))
+				return NULL; /* the loop's path answers */
+			after_frees = true;
+		}
+	}
 	struct ruda_memory_job *j = malloc(sizeof(*j));
 	if (!j)
 		return NULL;
 	*j = (struct ruda_memory_job){.m = m, .size = bytes, .dedicated = dedicated,
-				      .persistent = persistent, .ready = ready, .data = data};
-	/* its bytes count on the heap from now: only the loop raises `held` */
+				      .persistent = persistent, .after_frees = after_frees,
+				      .ready = ready, .data = data};
+	/* its bytes count on the heap from now (past it while frees are
+	 * under way: what they free is promised): only the loop raises `held` */
 	atomic_fetch_add(&m->budget->held, bytes);
 	if (ruda__deferred_run(m->frees, job_allocate, job_done, j) < 0) {
 		atomic_fetch_sub(&m->budget->held, bytes);

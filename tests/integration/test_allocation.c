@@ -155,8 +155,11 @@ END_TEST
  * (slowly) before the case starts: it holds `small`. */
 static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_handle *small)
 {
+	/* no quota: one case fills the device's heap */
+	static const char *const args[] = {"--set", "max_memory_per_client=unlimited", "--set",
+					   "max_memory_per_uid=unlimited", NULL};
 	setenv("RUDA_TEST_SLOW_ALLOCATION_MS", "600", 1);
-	test_daemon_start(d, NULL);
+	test_daemon_start(d, args);
 	unsetenv("RUDA_TEST_SLOW_ALLOCATION_MS");
 	ruda_client *c = test_connect(d, name);
 	ck_assert_int_eq(ruda_client_empty(c, 4096, small), RUDA_OK);
@@ -176,6 +179,10 @@ struct creator {
 	double seconds;
 	int ok; /* written, read back and equal */
 	int done;
+	/* try_empty_in_full_heap: its client, the size, the buffer made */
+	ruda_client *client;
+	uint64_t size;
+	ruda_handle made;
 };
 
 /* A client that creates a big buffer from data and reads it back. */
@@ -252,6 +259,61 @@ START_TEST(big_allocation_leaves_the_loop_free)
 }
 END_TEST
 
+static void *try_empty_in_full_heap(void *arg)
+{
+	struct creator *c = arg;
+	double t0 = test_now();
+	c->ok = ruda_client_try_empty(c->client, c->size, &c->made) == RUDA_OK;
+	c->seconds = test_now() - t0;
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A buffer asked for while the heap is full and a free under way will make
+ * room: the pool waits for the free and makes the memory, the loop serves
+ * the others meanwhile (it used to wait for the free, then allocate). */
+START_TEST(full_heap_waits_for_frees_in_the_pool)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow(&d, "round trips", &small);
+	ruda_client *a = test_connect(&d, "fills the heap");
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
+	ruda_client_properties(a, &p);
+	uint64_t big = p.device_local_bytes / 4 * 3;
+	if (big > p.max_buffer_size)
+		big = p.max_buffer_size;
+	enum { MAX_FILL = 64 };
+	ruda_handle fill[MAX_FILL];
+	int n = 0;
+	while (n < MAX_FILL && ruda_client_try_empty(a, big, &fill[n]) == RUDA_OK)
+		n++;
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_lt(n, MAX_FILL);
+	/* its free takes 600 ms in the pool; the heap is full until then */
+	ruda_client_release(a, fill[--n]);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	struct creator c = {.client = a, .size = big};
+	pthread_t thread;
+	ck_assert_int_eq(pthread_create(&thread, NULL, try_empty_in_full_heap, &c), 0);
+	int count;
+	double longest = longest_round_trip(b, &c, &count);
+	pthread_join(thread, NULL);
+	printf("%d buffers of %llu bytes filled the heap; one more after a release: %.3f s; "
+	       "%d round trips beside it, the longest %.3f s\n",
+	       n + 1, (unsigned long long)big, c.seconds, count, longest);
+	ck_assert(c.ok);
+	ck_assert(c.seconds >= SLOW_MS / 1000.0);
+	ck_assert(longest < SLOW_MS / 2000.0);
+	ruda_client_release(a, c.made);
+	for (int i = 0; i < n; i++)
+		ruda_client_release(a, fill[i]);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_close(a);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
 static int create_forever(ruda_client *c, void *arg)
 {
 	(void)arg;
@@ -300,6 +362,7 @@ int main(void)
 	tcase_set_timeout(slow, 120);
 	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
+	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
