@@ -290,10 +290,14 @@ static bool heap_has_kept(struct ruda_memory *m)
 
 /* Whether `size` more bytes fit in the heap beside the pages reserved and
  * those still being freed, by every allocator on it. */
+static bool fits_beside(const struct ruda_memory *m, uint64_t held, uint64_t size)
+{
+	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+}
+
 static bool heap_has_room(struct ruda_memory *m, uint64_t size)
 {
-	uint64_t held = atomic_load(&m->budget->held);
-	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+	return fits_beside(m, atomic_load(&m->budget->held), size);
 }
 
 /* Whether `size` more bytes fit the heap once the frees under way, by
@@ -304,8 +308,19 @@ static bool room_once_freed(struct ruda_memory *m, uint64_t size)
 	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
 		freeing += atomic_load(&o->freeing);
 	uint64_t held = atomic_load(&m->budget->held);
-	held = held > freeing ? held - freeing : 0;
-	return !m->heap_size || (held < m->heap_size && size <= m->heap_size - held);
+	return fits_beside(m, held > freeing ? held - freeing : 0, size);
+}
+
+/* The heap lacks `size` bytes: the layer above gives back what it keeps
+ * (wanted memory comes before kept memory), then the kept pages go.
+ * Whether there is room now (frees still under way may make more). */
+static bool make_room(struct ruda_memory *m, uint64_t size)
+{
+	if (!heap_has_room(m, size))
+		reclaim(m);
+	if (!heap_has_room(m, size) && heap_has_kept(m))
+		release_kept(m);
+	return heap_has_room(m, size);
 }
 
 /* An allocation found the heap full while pages are still being freed in
@@ -360,11 +375,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	/* drivers that allocate lazily (CPU devices) would accept more than the
 	 * heap holds and fail later, page by page: refuse it now (pages still
 	 * being freed in the thread pool are still the driver's) */
-	if (!heap_has_room(m, size))
-		reclaim(m); /* wanted memory comes before kept memory */
-	if (!heap_has_room(m, size) && heap_has_kept(m))
-		release_kept(m);
-	if (!heap_has_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
+	if (!make_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
 		free(p);
 		return NULL;
 	}
@@ -461,15 +472,22 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 }
 
 /* A kept dedicated page of exactly `size` bytes, taken back into use. */
-static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
+static struct ruda_memory_page *find_kept(const struct ruda_memory *m, uint64_t size)
 {
 	for (struct ruda_memory_page *p = m->pages; p; p = p->next)
-		if (p->kept && p->size == size) {
-			p->kept = 0;
-			m->stats.kept_bytes -= size;
+		if (p->kept && p->size == size)
 			return p;
-		}
 	return NULL;
+}
+
+static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
+{
+	struct ruda_memory_page *p = find_kept(m, size);
+	if (p) {
+		p->kept = 0;
+		m->stats.kept_bytes -= size;
+	}
+	return p;
 }
 
 bool ruda__memory_exportable(const struct ruda_allocation *a)
@@ -655,9 +673,8 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	if (bytes < RUDA_MEMORY_OFF_LOOP_BYTES)
 		return NULL;
 	if (dedicated) {
-		for (const struct ruda_memory_page *p = m->pages; p; p = p->next)
-			if (p->kept && p->size == reserved)
-				return NULL;
+		if (find_kept(m, reserved))
+			return NULL;
 	} else {
 		if (shared_room(m, reserved, persistent))
 			return NULL;
@@ -670,17 +687,9 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	/* a full heap: what is kept goes (wanted memory first), and where
 	 * frees under way will make room, the pool waits for them rather than
 	 * the loop */
-	bool after_frees = false;
-	if (!heap_has_room(m, bytes)) {
-		reclaim(m);
-		if (!heap_has_room(m, bytes) && heap_has_kept(m))
-			release_kept(m);
-		if (!heap_has_room(m, bytes)) {
-			if (!room_once_freed(m, bytes))
-				return NULL; /* the loop's path answers */
-			after_frees = true;
-		}
-	}
+	bool after_frees = !make_room(m, bytes);
+	if (after_frees && !room_once_freed(m, bytes))
+		return NULL; /* the loop's path answers */
 	struct ruda_memory_job *j = malloc(sizeof(*j));
 	if (!j)
 		return NULL;

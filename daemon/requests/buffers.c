@@ -72,10 +72,9 @@ static int session_insert_buffer(struct ruda_session *s, uint64_t handle, struct
 	return 1;
 }
 
-/* Allocate a buffer charged to the session; the reason for a failure goes
- * to `why`. */
-static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t size,
-			    struct ruda_buffer **out, char *why, size_t why_len)
+/* Whether `handle` may name a new buffer of the session; the reason it
+ * may not goes to `why`. */
+static ruda_status handle_free(struct ruda_session *s, uint64_t handle, char *why, size_t why_len)
 {
 	if (ruda__request_buffer(s, handle)) {
 		snprintf(why, why_len, "buffer %llu: id already in use", (unsigned long long)handle);
@@ -86,6 +85,17 @@ static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t si
 			 (unsigned long long)handle, s->ctx->max_handles);
 		return RUDA_ERROR_BUSY;
 	}
+	return RUDA_OK;
+}
+
+/* Allocate a buffer charged to the session; the reason for a failure goes
+ * to `why`. */
+static ruda_status allocate(struct ruda_session *s, uint64_t handle, uint64_t size,
+			    struct ruda_buffer **out, char *why, size_t why_len)
+{
+	ruda_status refused = handle_free(s, handle, why, why_len);
+	if (refused != RUDA_OK)
+		return refused;
 	*out = NULL;
 	ruda_status st = ruda__buffer_create_mode(s->device, size, s->allocation_mode, out);
 	if (st == RUDA_OK) {
@@ -143,7 +153,8 @@ static bool wait_for_memory(struct ruda_session *s, uint64_t handle, uint64_t si
 		s->memory_made = 0;
 		return false;
 	}
-	if (ruda__request_buffer(s, handle) || s->buffers.count >= s->ctx->max_handles ||
+	char why[128];
+	if (handle_free(s, handle, why, sizeof(why)) != RUDA_OK ||
 	    !ruda__session_quota_allows(s, size))
 		return false;
 	const struct ruda_memory_job *job =
