@@ -205,9 +205,13 @@ static void *create_big(void *arg)
 	return NULL;
 }
 
-/* The longest round trip of `b` while `c` runs; how many it made. */
-static double longest_round_trip(ruda_client *b, struct creator *c, int *count)
+/* Run `work(c)` in a thread; meanwhile, `b`'s round trips: the longest,
+ * and how many it made. */
+static double longest_round_trip(ruda_client *b, void *(*work)(void *), struct creator *c,
+				 int *count)
 {
+	pthread_t thread;
+	ck_assert_int_eq(pthread_create(&thread, NULL, work, c), 0);
 	double longest = 0;
 	*count = 0;
 	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
@@ -219,6 +223,7 @@ static double longest_round_trip(ruda_client *b, struct creator *c, int *count)
 		(*count)++;
 		usleep(5000);
 	}
+	pthread_join(thread, NULL);
 	return longest;
 }
 
@@ -231,11 +236,8 @@ START_TEST(big_allocation_leaves_the_loop_free)
 	ruda_handle small;
 	ruda_client *b = start_slow(&d, "round trips", &small);
 	struct creator c = {.d = &d};
-	pthread_t thread;
-	ck_assert_int_eq(pthread_create(&thread, NULL, create_big, &c), 0);
 	int count;
-	double longest = longest_round_trip(b, &c, &count);
-	pthread_join(thread, NULL);
+	double longest = longest_round_trip(b, create_big, &c, &count);
 	printf("create + read of %u MiB: %.3f s; %d round trips of another client beside it, "
 	       "the longest %.3f s\n",
 	       BIG >> 20, c.seconds, count, longest);
@@ -294,11 +296,8 @@ START_TEST(full_heap_waits_for_frees_in_the_pool)
 	ruda_client_release(a, fill[--n]);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
 	struct creator c = {.client = a, .size = big};
-	pthread_t thread;
-	ck_assert_int_eq(pthread_create(&thread, NULL, try_empty_in_full_heap, &c), 0);
 	int count;
-	double longest = longest_round_trip(b, &c, &count);
-	pthread_join(thread, NULL);
+	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
 	printf("%d buffers of %llu bytes filled the heap; one more after a release: %.3f s; "
 	       "%d round trips beside it, the longest %.3f s\n",
 	       n + 1, (unsigned long long)big, c.seconds, count, longest);
