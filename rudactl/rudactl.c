@@ -684,9 +684,10 @@ static void print_devices(const struct snapshot *snap)
 		       d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns));
 		if (d->lane_rounds)
 			printf("  %-14s %" PRIu64 " submissions, %" PRIu64 " rounds, %" PRIu64
-			       " launches (%.2f a round)\n",
+			       " launches (%.2f a round), %s recording them\n",
 			       "lanes", d->lane_submissions, d->lane_rounds, d->lane_launches,
-			       (double)d->lane_launches / (double)d->lane_rounds);
+			       (double)d->lane_launches / (double)d->lane_rounds,
+			       fmt_ns(a, sizeof(a), d->lane_record_ns));
 		if (d->lane_gpu_ns) {
 			char idle[32];
 			printf("  %-14s %s on the device, queues idle %s between them\n", "",

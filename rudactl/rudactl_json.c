@@ -294,6 +294,7 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "lane_launches", d->lane_launches);
 	json_u64(j, "lane_gpu_ns", d->lane_gpu_ns);
 	json_u64(j, "lane_idle_ns", d->lane_idle_ns);
+	json_u64(j, "lane_record_ns", d->lane_record_ns);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

@@ -109,6 +109,9 @@ struct ruda_device_stats {
 	 * RUDA_LANE_GAP_MAX_NS), by the device's timestamps */
 	uint64_t lane_gpu_ns;
 	uint64_t lane_idle_ns;
+	/* host time the loop spent recording lane rounds (the driver's
+	 * vkCmd* calls and the references they take), uv_hrtime ns */
+	uint64_t lane_record_ns;
 };
 
 struct ruda_device {

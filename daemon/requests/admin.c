@@ -292,6 +292,7 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->lane_launches = d->stats.lane_launches;
 	m->lane_gpu_ns = d->stats.lane_gpu_ns;
 	m->lane_idle_ns = d->stats.lane_idle_ns;
+	m->lane_record_ns = d->stats.lane_record_ns;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */

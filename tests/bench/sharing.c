@@ -304,6 +304,7 @@ struct loop_sample {
 	double t;
 	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
 	uint64_t lane_submissions, lane_rounds, lane_launches, lane_gpu_ns, lane_idle_ns;
+	uint64_t lane_record_ns;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -321,6 +322,7 @@ static struct loop_sample loop_sample(const char *socket)
 		.lane_launches = st->devices[0]->lane_launches,
 		.lane_gpu_ns = st->devices[0]->lane_gpu_ns,
 		.lane_idle_ns = st->devices[0]->lane_idle_ns,
+		.lane_record_ns = st->devices[0]->lane_record_ns,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -341,6 +343,18 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
 	printf(", %.0f turns yielded/s\n",
 	       wall > 0 ? (double)(b->turns_yielded - a->turns_yielded) / wall : 0);
+	/* where the loop's time per launch went: submitting, recording, the
+	 * rest (frames read and decoded, replies, completions) */
+	uint64_t launches = b->lane_launches - a->lane_launches;
+	if (launches) {
+		double per = 1e3 * (double)launches;
+		double loop = (double)(b->loop_busy_ns - a->loop_busy_ns) / per;
+		double submit = (double)(b->submit_ns - a->submit_ns) / per;
+		double record = (double)(b->lane_record_ns - a->lane_record_ns) / per;
+		printf("    loop time a launch: %.2f us, of which %.2f us submitting, %.2f us "
+		       "recording, %.2f us the rest\n",
+		       loop, submit, record, loop - submit - record);
+	}
 }
 
 /* How the lanes filled between `a` and `b`: streams' kernels side by side

@@ -888,7 +888,7 @@ END_TEST
 
 /* What `devices --json` says of device 0's queue lanes. */
 struct lane_counts {
-	unsigned long long submissions, rounds, launches, gpu_ns, idle_ns;
+	unsigned long long submissions, rounds, launches, gpu_ns, idle_ns, record_ns;
 	int cpu; /* the device has no timestamps to count device time by */
 };
 
@@ -903,6 +903,7 @@ static struct lane_counts lane_counts(struct ctl_run *r, const struct test_daemo
 		.launches = jnum(j, "devices.0.lane_launches"),
 		.gpu_ns = jnum(j, "devices.0.lane_gpu_ns"),
 		.idle_ns = jnum(j, "devices.0.lane_idle_ns"),
+		.record_ns = jnum(j, "devices.0.lane_record_ns"),
 	};
 	const char *type = jget(j, "devices.0.type");
 	n.cpu = type && !strcmp(type, "cpu");
@@ -948,6 +949,8 @@ START_TEST(lane_rounds_counted)
 	ck_assert_uint_le(rounds, 2 * N);
 	ck_assert_uint_ge(subs, 1);
 	ck_assert_uint_le(subs, rounds);
+	/* recording the rounds took the loop some host time */
+	ck_assert_uint_gt(after.record_ns, before.record_ns);
 	/* device time by timestamps, where the device has them: the rounds'
 	 * kernels took some; the queue was not idle longer than it worked */
 	unsigned long long gpu = after.gpu_ns - before.gpu_ns, idle = after.idle_ns - before.idle_ns;
@@ -961,7 +964,8 @@ START_TEST(lane_rounds_counted)
 	CTL(r, &d, "devices");
 	expect_ok(r, "devices");
 	expect_in(r->out, " rounds, ");
-	expect_in(r->out, " a round)");
+	expect_in(r->out, " a round), ");
+	expect_in(r->out, " recording them");
 	free(r);
 	ruda_client_close(a);
 	ruda_client_close(b);
