@@ -508,7 +508,9 @@ static void print_loop(const struct snapshot *snap, const struct snapshot *befor
 	printf("; %" PRIu64 " queue submits", submits);
 	if (submits)
 		printf(", %.1f us each", (double)submit_ns / (double)submits / 1000.0);
-	printf("; %" PRIu64 " turns yielded\n", s->turns_yielded);
+	printf("; %" PRIu64 " turns yielded; between turns %" PRIu64 " completions, %" PRIu64
+	       " syncs submitted\n",
+	       s->turns_yielded, s->completions_between_turns, s->syncs_submitted_early);
 }
 
 static void print_status(const struct snapshot *snap, const struct snapshot *before)

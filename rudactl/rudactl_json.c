@@ -233,6 +233,8 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_u64(j, "peer_windows", s->peer_windows);
 	json_u64(j, "loop_busy_ns", s->loop_busy_ns);
 	json_u64(j, "turns_yielded", s->turns_yielded);
+	json_u64(j, "completions_between_turns", s->completions_between_turns);
+	json_u64(j, "syncs_submitted_early", s->syncs_submitted_early);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
 	json_u64(j, "min_client_arena_bytes", s->min_arena_size);

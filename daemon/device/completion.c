@@ -318,6 +318,16 @@ void ruda__device_on_watchdog(uv_timer_t *timer)
 
 static struct ruda_device *abandoned_list; /* reachable: not leaks at exit */
 
+bool ruda__device_take_completions(struct ruda_device *d)
+{
+	if (atomic_load(&d->completed_ns) == d->completions_taken_ns || d->abandoned)
+		return false;
+	ruda__device_process_completions(d);
+	if (d->on_progress)
+		d->on_progress(d->progress_data);
+	return true;
+}
+
 void ruda__device_on_async(uv_async_t *async)
 {
 	struct ruda_device *d = async->data;

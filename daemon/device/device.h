@@ -211,6 +211,8 @@ struct ruda_device {
 	struct ruda_device *abandoned_next;
 	uv_timer_t watchdog;            /* loop: looks for work that stopped */
 	uint64_t watch_done, watch_since;
+	/* completed_ns as the loop last handled it (ruda__device_take_completions) */
+	uint64_t completions_taken_ns;
 	uv_async_t async;
 
 	/* timestamp queries, in pairs: one pair per submission in flight */
@@ -314,6 +316,11 @@ void ruda__device_abandon(struct ruda_device *device);
 unsigned ruda__device_abandoned_count(void);
 /* Whether everything submitted has completed (asks the driver). */
 bool ruda__device_idle(struct ruda_device *device);
+/* On the loop, between clients' turns: completions the completion thread
+ * has published since the loop last handled them are handled now (their
+ * waiters answered), not when the async's turn comes after every other
+ * client's frames. Whether there were any. */
+bool ruda__device_take_completions(struct ruda_device *device);
 /* Whether submission `value`, of queue `queue`, is complete as the
  * completion thread last published: its own queue reached it, or all work
  * up to it did. Queues complete in no order between them, so `completed`

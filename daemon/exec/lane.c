@@ -304,6 +304,7 @@ static ruda_status submit_recording(struct ruda_lane *lane)
 	lane->rounds = 0;
 	lane->cut = false;
 	lane->held = false;
+	lane->awaited = false; /* a Sync still waiting now waits behind this */
 	if (!w || ruda__submission_submit(sub) < 0) {
 		if (!w)
 			ruda__submission_discard(sub, RUDA_ERROR_OUT_OF_MEMORY);
@@ -364,25 +365,39 @@ static uint32_t rounds_per_submission(const struct ruda_lane *lane)
 	return rounds < 1 ? 1 : rounds > RUDA_STREAM_BATCH ? RUDA_STREAM_BATCH : (uint32_t)rounds;
 }
 
+/* Record the rounds one submission takes and submit them, unless the
+ * lane has as many in flight as its depth allows. Whether it submitted. */
+static bool pump(struct ruda_lane *lane)
+{
+	if (!lane->recording && !lane->waiting)
+		return false;
+	if (lane->inflight >= lane->max_inflight) {
+		lane->held = true; /* its next submission waited for this depth */
+		return false;
+	}
+	uint32_t max = rounds_per_submission(lane);
+	while (lane->waiting && !lane->cut && lane->rounds < max &&
+	       (!lane->recording || lane->recording->commands < RUDA_STREAM_BATCH))
+		if (record_round(lane) != RUDA_OK)
+			break;
+	return lane->recording && submit_recording(lane) == RUDA_OK;
+}
+
 void ruda__lane_pump(struct ruda_device *d)
 {
 	if (!d->lanes)
 		return;
-	for (uint32_t q = 0; q < d->nqueues; q++) {
-		struct ruda_lane *lane = &d->lanes->lane[q];
-		if (!lane->recording && !lane->waiting)
-			continue;
-		if (lane->inflight >= lane->max_inflight) {
-			lane->held = true; /* its next submission waited for this depth */
-			continue;
-		}
-		uint32_t max = rounds_per_submission(lane);
-		while (lane->waiting && !lane->cut && lane->rounds < max &&
-		       (!lane->recording || lane->recording->commands < RUDA_STREAM_BATCH))
-			if (record_round(lane) != RUDA_OK)
-				break;
-		submit_recording(lane);
-	}
+	for (uint32_t q = 0; q < d->nqueues; q++)
+		pump(&d->lanes->lane[q]);
+}
+
+uint32_t ruda__lane_pump_idle(struct ruda_device *d)
+{
+	uint32_t submitted = 0;
+	for (uint32_t q = 0; d->lanes && q < d->nqueues; q++)
+		if (d->lanes->lane[q].awaited && !d->lanes->lane[q].inflight)
+			submitted += pump(&d->lanes->lane[q]);
+	return submitted;
 }
 
 void ruda__lane_leave(struct ruda_stream *s)

@@ -548,6 +548,7 @@ void ruda__stream_wait_caught_up(struct ruda_stream *s, struct ruda_waiter *wait
 	}
 	if (!s->ndeferred)
 		s->lane->cut = true; /* its last launch is in the lane's recording */
+	s->lane->awaited = true;
 	waiter->next = NULL;
 	*s->caught_up_tail = waiter;
 	s->caught_up_tail = &waiter->next;

@@ -276,6 +276,7 @@ struct ruda_lane {
 	uint32_t max_inflight;        /* submissions in flight at most */
 	uint64_t last_end_ns;         /* device clock: its last submission's end (0: unknown) */
 	bool held;                    /* launches waited for max_inflight since its last submission */
+	bool awaited;                 /* a Sync waits for launches not yet submitted */
 };
 
 /* A lane's queue idle longer than this before a submission waited for
@@ -301,6 +302,11 @@ ruda_status ruda__lane_submit(struct ruda_lane *lane);
 /* The loop's turn: record and submit what the lanes of `device` may have
  * in flight. */
 void ruda__lane_pump(struct ruda_device *device);
+/* The same for the lanes with nothing in flight whose launches a Sync
+ * waits for: their queues and a client wait, so the work goes now, not
+ * after every other client's turn (lanes with work in flight fill their
+ * next submission meanwhile). How many submitted. */
+uint32_t ruda__lane_pump_idle(struct ruda_device *device);
 /* `s` goes: its waiting launches and waiters are dropped. */
 void ruda__lane_leave(struct ruda_stream *s);
 

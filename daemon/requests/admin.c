@@ -375,6 +375,8 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	st.peer_window_bytes = ruda__peer_window_bytes(&st.peer_windows);
 	st.loop_busy_ns = loop_busy_ns(ctx);
 	st.turns_yielded = ctx->turns_yielded;
+	st.completions_between_turns = ctx->completions_between_turns;
+	st.syncs_submitted_early = ctx->syncs_submitted_early;
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;

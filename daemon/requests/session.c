@@ -239,6 +239,16 @@ void ruda__session_release(struct ruda_session *s)
 	}
 }
 
+void ruda__session_turn_done(struct ruda_session_context *ctx)
+{
+	for (uint32_t i = 0; i < ctx->ndevices; i++) {
+		if (!ctx->devices[i])
+			continue;
+		ctx->completions_between_turns += ruda__device_take_completions(ctx->devices[i]);
+		ctx->syncs_submitted_early += ruda__lane_pump_idle(ctx->devices[i]);
+	}
+}
+
 void ruda__session_submit_dirty(struct ruda_session_context *ctx)
 {
 	ruda__stream_submit_dirty(&ctx->dirty);

@@ -139,6 +139,9 @@ struct ruda_session_context {
 	struct ruda_connection *yielded, **yielded_tail;
 	uv_idle_t *yield_idle; /* owned; active while any connection yielded */
 	uint64_t turns_yielded; /* for AdminStatus */
+	/* after a client's turn (ruda__session_turn_done): completions handled
+	 * then, and lane submissions made then for a Sync; for AdminStatus */
+	uint64_t completions_between_turns, syncs_submitted_early;
 	/* connections that have not said Hello yet, oldest first, and how
 	 * many each uid has (uid -> count, as a pointer) */
 	struct ruda_session *hello_first, *hello_last;
@@ -249,6 +252,10 @@ void ruda__session_hello_done(struct ruda_session *session);
 void ruda__session_kill(struct ruda_session *session);
 /* Submit the streams with recorded work (end of a loop iteration). */
 void ruda__session_submit_dirty(struct ruda_session_context *ctx);
+/* After one client's turn on the loop: completions published meanwhile
+ * are answered, and lanes that a Sync waits for on an idle queue submit,
+ * without waiting for every other busy client's turn. */
+void ruda__session_turn_done(struct ruda_session_context *ctx);
 /* Buffers and kernels released per loop iteration after a session closed. */
 #define RUDA_SESSION_TEARDOWN_BATCH 4096u
 /* Release up to `max` of the closed sessions' buffers and kernels; returns

@@ -94,6 +94,7 @@ static void on_yield_idle(uv_idle_t *idle)
 		run_frames(c);
 		if (!c->yielded && s->state == RUDA_SESSION_READY && !s->throttled)
 			set_poll(c, reading_events(c));
+		ruda__session_turn_done(ctx);
 	}
 	if (!ctx->yielded)
 		uv_idle_stop(idle);
@@ -408,6 +409,9 @@ static void on_poll(uv_poll_t *poll, int status, int events)
 	if (events & UV_WRITABLE)
 		ruda__reply_flush(c);
 	if ((events & UV_READABLE) && s->state != RUDA_SESSION_DEAD &&
-	    s->state != RUDA_SESSION_CLOSING)
+	    s->state != RUDA_SESSION_CLOSING) {
+		struct ruda_session_context *ctx = s->ctx;
 		connection_read(c);
+		ruda__session_turn_done(ctx);
+	}
 }

@@ -305,6 +305,7 @@ struct loop_sample {
 	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
 	uint64_t lane_submissions, lane_rounds, lane_launches, lane_gpu_ns, lane_idle_ns;
 	uint64_t lane_record_ns;
+	uint64_t completions_between_turns, syncs_submitted_early;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -323,6 +324,8 @@ static struct loop_sample loop_sample(const char *socket)
 		.lane_gpu_ns = st->devices[0]->lane_gpu_ns,
 		.lane_idle_ns = st->devices[0]->lane_idle_ns,
 		.lane_record_ns = st->devices[0]->lane_record_ns,
+		.completions_between_turns = st->completions_between_turns,
+		.syncs_submitted_early = st->syncs_submitted_early,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -343,6 +346,11 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 		       (double)(b->submit_ns - a->submit_ns) / (double)submits / 1e3);
 	printf(", %.0f turns yielded/s\n",
 	       wall > 0 ? (double)(b->turns_yielded - a->turns_yielded) / wall : 0);
+	if (wall > 0)
+		printf("    between clients' turns: %.0f completions/s handled, %.0f syncs/s "
+		       "submitted\n",
+		       (double)(b->completions_between_turns - a->completions_between_turns) / wall,
+		       (double)(b->syncs_submitted_early - a->syncs_submitted_early) / wall);
 	/* where the loop's time per launch went: submitting, recording, the
 	 * rest (frames read and decoded, replies, completions) */
 	uint64_t launches = b->lane_launches - a->lane_launches;

@@ -1051,6 +1051,47 @@ START_TEST(frame_budget_yields_turns)
 }
 END_TEST
 
+static unsigned long long status_count(struct ctl_run *r, const struct test_daemon *d,
+				       const char *key)
+{
+	CTL(r, d, "status", "--json", "--sample", "0");
+	expect_ok(r, "status --json");
+	struct flat *j = json_parse(r->out);
+	unsigned long long n = jnum(j, key);
+	json_free(j);
+	return n;
+}
+
+/* With queue lanes, a launch and the Sync after it, arriving on an idle
+ * queue, are submitted as soon as the client's turn ends, not after every
+ * other client's: each round trip counts one, and its result is right. */
+START_TEST(sync_on_idle_lane_goes_at_once)
+{
+	static const char *const lanes[] = {"--set", "lanes=on", "--set", "queues=1", NULL};
+	struct test_daemon d;
+	test_daemon_start(&d, lanes);
+	ruda_client *c = test_connect(&d, "round trips");
+	struct ctl_run *r = malloc(sizeof(*r));
+	ruda_handle buf;
+	ck_assert_int_eq(ruda_client_empty(c, 64 * 4, &buf), RUDA_OK);
+	ruda_kernel fill = test_register(c, "fill", 1, 8);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	unsigned long long early0 = status_count(r, &d, "daemon.syncs_submitted_early");
+	enum { TRIPS = 20 };
+	for (uint32_t i = 0; i < TRIPS; i++)
+		fill_batch(c, fill, buf, 64, 1 + i % 3);
+	unsigned long long early = status_count(r, &d, "daemon.syncs_submitted_early") - early0;
+	ck_assert_uint_ge(early, TRIPS);
+	ck_assert_uint_le(early, 2 * TRIPS); /* one, and the read's, at most */
+	CTL(r, &d, "status");
+	expect_ok(r, "status");
+	expect_in(r->out, " syncs submitted");
+	free(r);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 START_TEST(cleanup_drops_unused_pipelines)
 {
 	struct test_daemon d;
@@ -1385,6 +1426,7 @@ int main(void)
 	tcase_add_test(tc, zero_fills_counted);
 	tcase_add_test(tc, loop_busy_and_submits_counted);
 	tcase_add_test(tc, lane_rounds_counted);
+	tcase_add_test(tc, sync_on_idle_lane_goes_at_once);
 	tcase_add_test(tc, frame_budget_yields_turns);
 	tcase_add_test(tc, drain_then_last_client_leaves);
 	tcase_add_test(tc, shutdown_stops_daemon);
