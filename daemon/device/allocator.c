@@ -670,7 +670,10 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	uint64_t reserved = align_up(size ? size : 1, m->alignment);
 	int dedicated = reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED;
 	uint64_t bytes = dedicated ? reserved : m->page_size;
-	if (bytes < RUDA_MEMORY_OFF_LOOP_BYTES)
+	/* little memory is made on the loop, unless the heap is full: then
+	 * it may have to wait for frees under way, which the loop must not */
+	bool little = bytes < RUDA_MEMORY_OFF_LOOP_BYTES;
+	if (little && heap_has_room(m, bytes))
 		return NULL;
 	if (dedicated) {
 		if (find_kept(m, reserved))
@@ -688,8 +691,8 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	 * frees under way will make room, the pool waits for them rather than
 	 * the loop */
 	bool after_frees = !make_room(m, bytes);
-	if (after_frees && !room_once_freed(m, bytes))
-		return NULL; /* the loop's path answers */
+	if ((little && !after_frees) || (after_frees && !room_once_freed(m, bytes)))
+		return NULL; /* the loop's path allocates, or answers */
 	struct ruda_memory_job *j = malloc(sizeof(*j));
 	if (!j)
 		return NULL;

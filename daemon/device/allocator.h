@@ -142,11 +142,12 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 typedef void (*ruda_memory_ready_fn)(void *data, const struct ruda_memory_job *job);
 /* Make ahead, in the thread pool, the device memory that
  * ruda__memory_alloc_mode(m, size, alignment, mode, VK_NULL_HANDLE, ...)
- * would allocate on the loop (at least RUDA_MEMORY_OFF_LOOP_BYTES of it):
- * the job, whose `ready(data, job)` comes once the memory waits, kept, for
- * that call. NULL when the call can go ahead now: it finds memory, needs
- * little, or the heap has no room (the loop's path frees what it can, or
- * answers). Loop thread. */
+ * would allocate on the loop (at least RUDA_MEMORY_OFF_LOOP_BYTES of it, or
+ * any size on a heap that is full until frees under way end): the job,
+ * whose `ready(data, job)` comes once the memory waits, kept, for that
+ * call. NULL when the call can go ahead now: it finds memory, needs little
+ * and the heap has room, or the heap has no room even once freed (the
+ * loop's path frees what it can, or answers). Loop thread. */
 const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
 						   ruda_allocation_mode mode,
 						   ruda_memory_ready_fn ready, void *data);

@@ -313,6 +313,60 @@ START_TEST(full_heap_waits_for_frees_in_the_pool)
 }
 END_TEST
 
+/* The same for a buffer whose memory is under 16 MiB (made on the loop
+ * when the heap has room): the heap is filled to its last MiB, and a
+ * buffer of 12 MiB (on lavapipe, a page of its own: above a quarter of the
+ * 32 MiB shared pages) asked for after a big one's release waits in the pool
+ * for that free. The loop used to wait for it. */
+#define MiB (1024u * 1024u)
+
+START_TEST(full_heap_small_request_waits_in_the_pool)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow(&d, "round trips", &small);
+	ruda_client *a = test_connect(&d, "fills the heap");
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
+	ruda_client_properties(a, &p);
+	uint64_t big = p.device_local_bytes / 4 * 3;
+	if (big > p.max_buffer_size)
+		big = p.max_buffer_size;
+	enum { MAX_FILL = 256 };
+	ruda_handle fill[MAX_FILL];
+	int n = 0, bigs;
+	while (n < MAX_FILL && ruda_client_try_empty(a, big, &fill[n]) == RUDA_OK)
+		n++;
+	bigs = n;
+	ck_assert_int_gt(bigs, 0);
+	/* then the rest, in halves, to the last MiB */
+	for (uint64_t size = big / 2; size >= MiB; size /= 2)
+		while (n < MAX_FILL && ruda_client_try_empty(a, size, &fill[n]) == RUDA_OK)
+			n++;
+	ck_assert_int_lt(n, MAX_FILL);
+	ruda_handle none;
+	ck_assert_int_eq(ruda_client_try_empty(a, 12 * MiB, &none), RUDA_ERROR_OUT_OF_MEMORY);
+	/* a big one's free takes 600 ms in the pool */
+	ruda_client_release(a, fill[bigs - 1]);
+	fill[bigs - 1] = fill[--n];
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	struct creator c = {.client = a, .size = 12 * MiB};
+	int count;
+	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
+	printf("%d buffers filled the heap; 12 MiB after a release: %.3f s; "
+	       "%d round trips beside it, the longest %.3f s\n",
+	       n + 1, c.seconds, count, longest);
+	ck_assert(c.ok);
+	ck_assert(c.seconds >= SLOW_MS / 1000.0);
+	ck_assert(longest < SLOW_MS / 2000.0);
+	ruda_client_release(a, c.made);
+	for (int i = 0; i < n; i++)
+		ruda_client_release(a, fill[i]);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_close(a);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
 static int create_forever(ruda_client *c, void *arg)
 {
 	(void)arg;
@@ -362,6 +416,7 @@ int main(void)
 	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
+	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
 	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
