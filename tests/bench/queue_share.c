@@ -161,10 +161,16 @@ static void *busy_main(void *arg)
 
 struct row {
 	const char *what;
-	uint32_t busy;       /* busy threads, on queues 0 .. busy-1 */
+	uint32_t busy;       /* busy threads, on queues 0, stride, 2 stride, ... */
 	uint32_t rounds;     /* kernels per busy submission */
 	int latency_queue;   /* its queue's index, or -1: a queue of the other family */
+	uint32_t stride;     /* between the busy threads' queues (0: 1) */
 };
+
+static uint32_t busy_queue(const struct row *row, uint32_t i)
+{
+	return i * (row->stride ? row->stride : 1);
+}
 
 /* Latency median and p90 (µs) and the busy threads' kernels/s for `row`. */
 static void measure(struct probe *p, const struct row *row, double *p50, double *p90,
@@ -173,7 +179,8 @@ static void measure(struct probe *p, const struct row *row, double *p50, double 
 	atomic_bool stop = false;
 	struct busy busy[MAX_QUEUES];
 	for (uint32_t i = 0; i < row->busy; i++) {
-		busy[i] = (struct busy){.p = p, .q = &p->q[i], .rounds = row->rounds, .stop = &stop};
+		busy[i] = (struct busy){
+			.p = p, .q = &p->q[busy_queue(row, i)], .rounds = row->rounds, .stop = &stop};
 		busy[i].cmd = record(p, busy[i].q, row->rounds);
 	}
 	struct queue *lq = row->latency_queue < 0 ? &p->other : &p->q[row->latency_queue];
@@ -324,13 +331,25 @@ int main(int argc, char **argv)
 		{"7 busy, sharing busy queue 0", 7, 4, 0},
 		{"7 busy, sharing, 1 round", 7, 1, 0},
 		{"8 busy, sharing busy queue 0", 8, 4, 0},
+		/* whether neighbouring queues run side by side: the busy
+		 * kernels/s of one and two busy queues, next to each other or
+		 * apart (rudad gives its first clients queues 0, 1, 2, ...) */
+		{"1 busy, queue 0", 1, 4, (int)last},
+		{"2 busy, queues 0 and 1", 2, 4, (int)last, 1},
+		{"2 busy, queues 0 and 2", 2, 4, (int)last, 2},
+		{"2 busy, queues 0 and 4", 2, 4, (int)last, 4},
+		{"2 busy, queues 0 and 8", 2, 4, (int)last, 8},
+		{"4 busy, queues 0-3", 4, 4, (int)last, 1},
+		{"4 busy, queues 0, 2, 4, 6", 4, 4, (int)last, 2},
+		{"4 busy, queues 0, 3, 6, 9", 4, 4, (int)last, 3},
 	};
 	printf("  %-32s %6s %6s %10s %10s %8s %14s\n", "row", "busy", "rounds", "p50", "p90",
 	       "x idle", "busy kernels/s");
 	double idle = 0;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
-		if (r->busy > nq || (r->latency_queue >= 0 && (uint32_t)r->latency_queue >= nq) ||
+		if (r->busy > nq || (r->busy && busy_queue(r, r->busy - 1) >= nq) ||
+		    (r->latency_queue >= 0 && (uint32_t)r->latency_queue >= nq) ||
 		    (r->latency_queue < 0 && p.other_family == UINT32_MAX)) {
 			printf("  %-32s (the device has too few queues)\n", r->what);
 			continue;
