@@ -271,6 +271,27 @@ static void *try_empty_in_full_heap(void *arg)
 	return NULL;
 }
 
+#define MiB (1024u * 1024u)
+enum { MAX_FILL = 256 };
+
+/* Fill the heap through `a` with buffers of three quarters of it (or the
+ * largest a buffer may be), as many as fit: their handles in `fill`, how
+ * many, and their size in *big. */
+static int fill_heap_with_big(ruda_client *a, ruda_handle *fill, uint64_t *big)
+{
+	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
+	ruda_client_properties(a, &p);
+	*big = p.device_local_bytes / 4 * 3;
+	if (*big > p.max_buffer_size)
+		*big = p.max_buffer_size;
+	int n = 0;
+	while (n < MAX_FILL && ruda_client_try_empty(a, *big, &fill[n]) == RUDA_OK)
+		n++;
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_lt(n, MAX_FILL);
+	return n;
+}
+
 /* A buffer asked for while the heap is full and a free under way will make
  * room: the pool waits for the free and makes the memory, the loop serves
  * the others meanwhile (it used to wait for the free, then allocate). */
@@ -280,18 +301,9 @@ START_TEST(full_heap_waits_for_frees_in_the_pool)
 	ruda_handle small;
 	ruda_client *b = start_slow(&d, "round trips", &small);
 	ruda_client *a = test_connect(&d, "fills the heap");
-	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
-	ruda_client_properties(a, &p);
-	uint64_t big = p.device_local_bytes / 4 * 3;
-	if (big > p.max_buffer_size)
-		big = p.max_buffer_size;
-	enum { MAX_FILL = 64 };
 	ruda_handle fill[MAX_FILL];
-	int n = 0;
-	while (n < MAX_FILL && ruda_client_try_empty(a, big, &fill[n]) == RUDA_OK)
-		n++;
-	ck_assert_int_gt(n, 0);
-	ck_assert_int_lt(n, MAX_FILL);
+	uint64_t big;
+	int n = fill_heap_with_big(a, fill, &big);
 	/* its free takes 600 ms in the pool; the heap is full until then */
 	ruda_client_release(a, fill[--n]);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
@@ -318,26 +330,15 @@ END_TEST
  * buffer of 12 MiB (on lavapipe, a page of its own: above a quarter of the
  * 32 MiB shared pages) asked for after a big one's release waits in the pool
  * for that free. The loop used to wait for it. */
-#define MiB (1024u * 1024u)
-
 START_TEST(full_heap_small_request_waits_in_the_pool)
 {
 	struct test_daemon d;
 	ruda_handle small;
 	ruda_client *b = start_slow(&d, "round trips", &small);
 	ruda_client *a = test_connect(&d, "fills the heap");
-	ruda_device_properties p = RUDA_DEVICE_PROPERTIES_INIT;
-	ruda_client_properties(a, &p);
-	uint64_t big = p.device_local_bytes / 4 * 3;
-	if (big > p.max_buffer_size)
-		big = p.max_buffer_size;
-	enum { MAX_FILL = 256 };
 	ruda_handle fill[MAX_FILL];
-	int n = 0, bigs;
-	while (n < MAX_FILL && ruda_client_try_empty(a, big, &fill[n]) == RUDA_OK)
-		n++;
-	bigs = n;
-	ck_assert_int_gt(bigs, 0);
+	uint64_t big;
+	int n = fill_heap_with_big(a, fill, &big), bigs = n;
 	/* then the rest, in halves, to the last MiB */
 	for (uint64_t size = big / 2; size >= MiB; size /= 2)
 		while (n < MAX_FILL && ruda_client_try_empty(a, size, &fill[n]) == RUDA_OK)

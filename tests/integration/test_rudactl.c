@@ -973,14 +973,21 @@ START_TEST(lane_rounds_counted)
 }
 END_TEST
 
-static unsigned long long turns_yielded(struct ctl_run *r, const struct test_daemon *d)
+/* A count of `status --json` (`key` in its flattened form). */
+static unsigned long long status_count(struct ctl_run *r, const struct test_daemon *d,
+				       const char *key)
 {
 	CTL(r, d, "status", "--json", "--sample", "0");
 	expect_ok(r, "status --json");
 	struct flat *j = json_parse(r->out);
-	unsigned long long n = jnum(j, "daemon.turns_yielded");
+	unsigned long long n = jnum(j, key);
 	json_free(j);
 	return n;
+}
+
+static unsigned long long turns_yielded(struct ctl_run *r, const struct test_daemon *d)
+{
+	return status_count(r, d, "daemon.turns_yielded");
 }
 
 /* Until rudad counts `n` sessions, asked through `c` itself: rudactl's
@@ -1050,17 +1057,6 @@ START_TEST(frame_budget_yields_turns)
 	test_daemon_stop(&d);
 }
 END_TEST
-
-static unsigned long long status_count(struct ctl_run *r, const struct test_daemon *d,
-				       const char *key)
-{
-	CTL(r, d, "status", "--json", "--sample", "0");
-	expect_ok(r, "status --json");
-	struct flat *j = json_parse(r->out);
-	unsigned long long n = jnum(j, key);
-	json_free(j);
-	return n;
-}
 
 /* With queue lanes, a launch and the Sync after it, arriving on an idle
  * queue, are submitted as soon as the client's turn ends, not after every
