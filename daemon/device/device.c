@@ -241,6 +241,13 @@ static int open_device(const struct ruda_vulkan *vk, struct ruda_device *d,
 		d->nqueues = vk->max_queues;
 	if (!d->nqueues)
 		d->nqueues = 1;
+	const char *stride_env = getenv("RUDA_QUEUE_STRIDE");
+	uint32_t stride = stride_env ? (uint32_t)atoi(stride_env) : 1, placed = 0;
+	if (stride < 1 || stride > d->nqueues)
+		stride = 1;
+	for (uint32_t first = 0; first < stride; first++)
+		for (uint32_t q = first; q < d->nqueues; q += stride)
+			d->queue_order[placed++] = (uint8_t)q;
 	uint32_t real_queues = d->nqueues < caps->queue_count ? d->nqueues : caps->queue_count;
 	if (!real_queues)
 		real_queues = 1;

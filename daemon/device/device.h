@@ -135,6 +135,10 @@ struct ruda_device {
 	 * once its queue's reaches its value (completion thread writes) */
 	_Atomic uint64_t queue_done[RUDA_MAX_QUEUES];
 	uint32_t next_queue; /* loop thread: where the search for the next stream's queue starts */
+	/* the order queues are handed out in, ties apart: 0, 1, 2, ... or,
+	 * with RUDA_QUEUE_STRIDE=s in rudad's environment (to measure whether
+	 * neighbouring queues run side by side), 0, s, 2s, ..., 1, 1+s, ... */
+	uint8_t queue_order[RUDA_MAX_QUEUES];
 	uint32_t queue_streams[RUDA_MAX_QUEUES]; /* loop thread: live streams on each queue */
 	/* streams that share a queue record in rounds (exec/lane.c, which
 	 * makes and tears down `lanes`; the device only keeps the pointer) */

@@ -56,17 +56,19 @@ static void submission_recycle(struct ruda_submission *sub)
 
 uint32_t ruda__device_next_queue(struct ruda_device *d)
 {
-	/* the queue with the fewest streams, ties in turn: clients come and go,
-	 * and a new one should not share a busy queue while another is idle */
+	/* the queue with the fewest streams, ties in turn (queue_order):
+	 * clients come and go, and a new one should not share a busy queue
+	 * while another is idle */
+	const uint8_t *order = d->queue_order;
 	uint32_t best = d->next_queue % d->nqueues;
 	for (uint32_t i = 1; i < d->nqueues; i++) {
-		uint32_t q = (d->next_queue + i) % d->nqueues;
-		if (d->queue_streams[q] < d->queue_streams[best])
-			best = q;
+		uint32_t at = (d->next_queue + i) % d->nqueues;
+		if (d->queue_streams[order[at]] < d->queue_streams[order[best]])
+			best = at;
 	}
 	d->next_queue = best + 1;
-	d->queue_streams[best]++;
-	return best;
+	d->queue_streams[order[best]]++;
+	return order[best];
 }
 
 void ruda__device_put_queue(struct ruda_device *d, uint32_t queue)
