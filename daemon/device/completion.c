@@ -331,6 +331,12 @@ bool ruda__device_take_completions(struct ruda_device *d)
 void ruda__device_on_async(uv_async_t *async)
 {
 	struct ruda_device *d = async->data;
+	/* what it announces may have been handled already, between clients'
+	 * turns: then nothing is left to do */
+	if (!d->abandoned && !atomic_load(&d->lost)) {
+		ruda__device_take_completions(d);
+		return;
+	}
 	ruda__device_process_completions(d);
 	if (d->abandoned) {
 		/* the work that would not end has ended after all */
