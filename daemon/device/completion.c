@@ -74,6 +74,7 @@ static bool publish_completed(struct ruda_device *d, uint64_t value)
 	}
 	if (moved) {
 		atomic_store(&d->completed_ns, uv_hrtime());
+		atomic_fetch_add(&d->publications, 1);
 		uv_async_send(&d->async);
 	}
 	return moved;
@@ -320,7 +321,7 @@ static struct ruda_device *abandoned_list; /* reachable: not leaks at exit */
 
 bool ruda__device_take_completions(struct ruda_device *d)
 {
-	if (atomic_load(&d->completed_ns) == d->completions_taken_ns || d->abandoned)
+	if (atomic_load(&d->publications) == d->completions_taken || d->abandoned)
 		return false;
 	ruda__device_process_completions(d);
 	if (d->on_progress)

@@ -204,6 +204,9 @@ struct ruda_device {
 	/* uv_hrtime() when the thread last published progress: how long the
 	 * loop took to hear of it (to_client's timing log) */
 	_Atomic uint64_t completed_ns;
+	/* how many times the thread has published progress: the loop compares
+	 * it with completions_taken to know whether there is news */
+	_Atomic uint64_t publications;
 	struct ruda_progress progress; /* `completed` and failure, for clients */
 	_Atomic int lost;        /* a VkResult once the device has failed */
 	_Atomic int lost_status; /* what to report: DEVICE_LOST or TIMEOUT */
@@ -215,8 +218,8 @@ struct ruda_device {
 	struct ruda_device *abandoned_next;
 	uv_timer_t watchdog;            /* loop: looks for work that stopped */
 	uint64_t watch_done, watch_since;
-	/* completed_ns as the loop last handled it (ruda__device_take_completions) */
-	uint64_t completions_taken_ns;
+	/* publications as the loop last handled them (ruda__device_take_completions) */
+	uint64_t completions_taken;
 	uv_async_t async;
 
 	/* timestamp queries, in pairs: one pair per submission in flight */

@@ -354,7 +354,7 @@ int ruda__submission_submit(struct ruda_submission *sub)
 void ruda__device_process_completions(struct ruda_device *d)
 {
 	/* read before what it says: a later publication is seen again */
-	d->completions_taken_ns = atomic_load(&d->completed_ns);
+	d->completions_taken = atomic_load(&d->publications);
 	uint64_t done = atomic_load(&d->completed);
 	int lost = atomic_load(&d->lost);
 	int failure = lost ? atomic_load(&d->lost_status) : RUDA_OK;
