@@ -292,6 +292,31 @@ static int fill_heap_with_big(ruda_client *a, ruda_handle *fill, uint64_t *big)
 	return n;
 }
 
+/* After a release whose free takes 600 ms in the pool, on a heap that is
+ * full until then: `size` bytes asked for through `a` are made once the
+ * free has ended, while `b`'s round trips stay short. Then every buffer
+ * (the `n` in `fill`, and the one made) goes, and the daemon stops. */
+static void made_after_the_free(struct test_daemon *d, ruda_client *b, ruda_handle small,
+				ruda_client *a, const ruda_handle *fill, int n, uint64_t size)
+{
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	struct creator c = {.client = a, .size = size};
+	int count;
+	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
+	printf("%d buffers filled the heap; %llu bytes more after a release: %.3f s; "
+	       "%d round trips beside it, the longest %.3f s\n",
+	       n + 1, (unsigned long long)size, c.seconds, count, longest);
+	ck_assert(c.ok);
+	ck_assert(c.seconds >= SLOW_MS / 1000.0);
+	ck_assert(longest < SLOW_MS / 2000.0);
+	ruda_client_release(a, c.made);
+	for (int i = 0; i < n; i++)
+		ruda_client_release(a, fill[i]);
+	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ruda_client_close(a);
+	stop_slow(d, b, small);
+}
+
 /* A buffer asked for while the heap is full and a free under way will make
  * room: the pool waits for the free and makes the memory, the loop serves
  * the others meanwhile (it used to wait for the free, then allocate). */
@@ -306,22 +331,7 @@ START_TEST(full_heap_waits_for_frees_in_the_pool)
 	int n = fill_heap_with_big(a, fill, &big);
 	/* its free takes 600 ms in the pool; the heap is full until then */
 	ruda_client_release(a, fill[--n]);
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	struct creator c = {.client = a, .size = big};
-	int count;
-	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
-	printf("%d buffers of %llu bytes filled the heap; one more after a release: %.3f s; "
-	       "%d round trips beside it, the longest %.3f s\n",
-	       n + 1, (unsigned long long)big, c.seconds, count, longest);
-	ck_assert(c.ok);
-	ck_assert(c.seconds >= SLOW_MS / 1000.0);
-	ck_assert(longest < SLOW_MS / 2000.0);
-	ruda_client_release(a, c.made);
-	for (int i = 0; i < n; i++)
-		ruda_client_release(a, fill[i]);
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	ruda_client_close(a);
-	stop_slow(&d, b, small);
+	made_after_the_free(&d, b, small, a, fill, n, big);
 }
 END_TEST
 
@@ -349,22 +359,7 @@ START_TEST(full_heap_small_request_waits_in_the_pool)
 	/* a big one's free takes 600 ms in the pool */
 	ruda_client_release(a, fill[bigs - 1]);
 	fill[bigs - 1] = fill[--n];
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	struct creator c = {.client = a, .size = 12 * MiB};
-	int count;
-	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
-	printf("%d buffers filled the heap; 12 MiB after a release: %.3f s; "
-	       "%d round trips beside it, the longest %.3f s\n",
-	       n + 1, c.seconds, count, longest);
-	ck_assert(c.ok);
-	ck_assert(c.seconds >= SLOW_MS / 1000.0);
-	ck_assert(longest < SLOW_MS / 2000.0);
-	ruda_client_release(a, c.made);
-	for (int i = 0; i < n; i++)
-		ruda_client_release(a, fill[i]);
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
-	ruda_client_close(a);
-	stop_slow(&d, b, small);
+	made_after_the_free(&d, b, small, a, fill, n, 12 * MiB);
 }
 END_TEST
 
