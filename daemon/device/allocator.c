@@ -28,6 +28,11 @@ struct ruda_memory_page {
 	int persistent; /* shared page for persistent-mode buffers */
 	int exportable; /* dedicated, allocated for export */
 	int kept;       /* dedicated, freed, kept for the next buffer of its size */
+	/* exportable and made ahead (ruda__memory_prepare): the buffer its
+	 * memory is dedicated to, owned here until taken with it, and that
+	 * buffer's VkBufferCreateInfo::size */
+	VkBuffer buffer;
+	uint64_t buffer_size;
 	uint64_t kept_at_ns; /* uv_hrtime() when it was kept */
 	struct free_range *free;
 	struct ruda_handle_table starts; /* offset -> free range starting there */
@@ -197,6 +202,8 @@ static void page_release(void *arg)
 static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 {
 	ranges_finish(p);
+	if (p->buffer)
+		vkDestroyBuffer(m->vk, p->buffer, NULL);
 	struct page_release *r = malloc(sizeof(*r));
 	if (r) {
 		*r = (struct page_release){.m = m, .memory = p->memory, .size = p->size};
@@ -471,13 +478,26 @@ static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
 	return range_add(p, offset, size) ? 0 : -1;
 }
 
-/* A kept dedicated page of exactly `size` bytes, taken back into use. */
+/* A kept dedicated page of exactly `size` bytes, taken back into use
+ * (not one made ahead for an exportable buffer: its memory is that
+ * buffer's). */
 static struct ruda_memory_page *find_kept(const struct ruda_memory *m, uint64_t size)
 {
 	for (struct ruda_memory_page *p = m->pages; p; p = p->next)
-		if (p->kept && p->size == size)
+		if (p->kept && !p->exportable && p->size == size)
 			return p;
 	return NULL;
+}
+
+/* `reserved` bytes at `offset` of page `p` are the allocation's now. */
+static void hand_out(struct ruda_memory *m, struct ruda_memory_page *p, uint64_t offset,
+		     uint64_t reserved, struct ruda_allocation *out)
+{
+	p->used += reserved;
+	m->stats.in_use += reserved;
+	m->stats.allocations++;
+	*out = (struct ruda_allocation){.page = p, .memory = p->memory, .offset = offset,
+					.size = reserved};
 }
 
 static struct ruda_memory_page *take_kept(struct ruda_memory *m, uint64_t size)
@@ -539,12 +559,24 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 		if (p->used == 0)
 			m->stats.empty_pages--;
 	}
-	p->used += reserved;
-	m->stats.in_use += reserved;
-	m->stats.allocations++;
-	*out = (struct ruda_allocation){.page = p, .memory = p->memory, .offset = offset,
-					.size = reserved};
+	hand_out(m, p, offset, reserved, out);
 	return RUDA_OK;
+}
+
+VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_size,
+				      struct ruda_allocation *out)
+{
+	for (struct ruda_memory_page *p = m->pages; p; p = p->next) {
+		if (!p->kept || !p->buffer || p->buffer_size != buffer_size)
+			continue;
+		VkBuffer buffer = p->buffer;
+		p->buffer = VK_NULL_HANDLE;
+		p->kept = 0;
+		m->stats.kept_bytes -= p->size;
+		hand_out(m, p, 0, p->size, out);
+		return buffer;
+	}
+	return VK_NULL_HANDLE;
 }
 
 /* ---- memory made ahead in the thread pool --------------------------------- */
@@ -556,6 +588,9 @@ struct ruda_memory_job {
 	VkDeviceMemory memory; /* set in the pool; VK_NULL_HANDLE: refused */
 	uint64_t size;
 	int dedicated, persistent;
+	/* exportable memory's buffer (owned) and its create size, or none */
+	VkBuffer buffer;
+	uint64_t buffer_size;
 	/* its bytes fit the heap only once frees under way end: the pool
 	 * waits for them first */
 	bool after_frees;
@@ -580,8 +615,20 @@ static void job_allocate(void *arg)
 		}
 		usleep(200);
 	}
+	/* as page_new allocates it (only the loop uses the buffer meanwhile:
+	 * the driver reads its handle, nothing more) */
+	VkMemoryDedicatedAllocateInfo for_buffer = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+		.buffer = j->buffer,
+	};
+	VkExportMemoryAllocateInfo export = {
+		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+		.pNext = &for_buffer,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
 	VkMemoryAllocateInfo info = {
 		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = j->buffer != VK_NULL_HANDLE ? &export : NULL,
 		.allocationSize = j->size,
 		.memoryTypeIndex = j->m->type,
 	};
@@ -609,6 +656,9 @@ static void job_done(void *arg)
 		p->size = j->size;
 		p->dedicated = j->dedicated;
 		p->persistent = j->persistent;
+		p->exportable = j->buffer != VK_NULL_HANDLE;
+		p->buffer = j->buffer;
+		p->buffer_size = j->buffer_size;
 	}
 	if (p && page_insert(m, p)) {
 		if (p->dedicated) {
@@ -618,6 +668,8 @@ static void job_done(void *arg)
 		}
 	} else {
 		free(p);
+		if (j->buffer)
+			vkDestroyBuffer(m->vk, j->buffer, NULL);
 		if (j->memory)
 			vkFreeMemory(m->vk, j->memory, NULL);
 		atomic_fetch_sub(&m->budget->held, j->size);
@@ -636,6 +688,8 @@ static void jobs_orphan(struct ruda_memory *m)
 	while (m->jobs) {
 		struct ruda_memory_job *j = m->jobs;
 		m->jobs = j->next;
+		if (j->buffer)
+			vkDestroyBuffer(m->vk, j->buffer, NULL);
 		if (j->memory)
 			vkFreeMemory(m->vk, j->memory, NULL);
 		atomic_fetch_sub(&m->budget->held, j->size);
@@ -661,13 +715,17 @@ bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_alloc
 }
 
 const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
-						   ruda_allocation_mode mode,
-						   ruda_memory_ready_fn ready, void *data)
+						   ruda_allocation_mode mode, VkBuffer export_for,
+						   uint64_t export_size, ruda_memory_ready_fn ready,
+						   void *data)
 {
 	if (size > m->max_buffer_size)
 		return NULL;
+	if (mode != RUDA_ALLOCATION_DEDICATED)
+		export_for = VK_NULL_HANDLE;
 	int persistent = mode == RUDA_ALLOCATION_PERSISTENT;
-	uint64_t reserved = align_up(size ? size : 1, m->alignment);
+	/* a dedicated allocation is exactly its buffer's size (Vulkan says so) */
+	uint64_t reserved = export_for ? size : align_up(size ? size : 1, m->alignment);
 	int dedicated = reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED;
 	uint64_t bytes = dedicated ? reserved : m->page_size;
 	/* little memory is made on the loop, unless the heap is full: then
@@ -676,7 +734,7 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	if (little && heap_has_room(m, bytes))
 		return NULL;
 	if (dedicated) {
-		if (find_kept(m, reserved))
+		if (!export_for && find_kept(m, reserved))
 			return NULL;
 	} else {
 		if (shared_room(m, reserved, persistent))
@@ -697,7 +755,8 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	if (!j)
 		return NULL;
 	*j = (struct ruda_memory_job){.m = m, .size = bytes, .dedicated = dedicated,
-				      .persistent = persistent, .after_frees = after_frees,
+				      .persistent = persistent, .buffer = export_for,
+				      .buffer_size = export_size, .after_frees = after_frees,
 				      .ready = ready, .data = data};
 	/* its bytes count on the heap from now (past it while frees are
 	 * under way: what they free is promised): only the loop raises `held` */

@@ -147,10 +147,21 @@ typedef void (*ruda_memory_ready_fn)(void *data, const struct ruda_memory_job *j
  * whose `ready(data, job)` comes once the memory waits, kept, for that
  * call. NULL when the call can go ahead now: it finds memory, needs little
  * and the heap has room, or the heap has no room even once freed (the
- * loop's path frees what it can, or answers). Loop thread. */
+ * loop's path frees what it can, or answers). Loop thread.
+ * In dedicated mode `export_for` (else VK_NULL_HANDLE), a buffer created
+ * exportable with VkBufferCreateInfo::size `export_size`, has the memory
+ * made exportable and dedicated to it, `size` its requirements' size: with
+ * a job the allocator owns the buffer, and ruda__memory_take_exportable
+ * hands both out; with NULL it stays the caller's. */
 const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64_t size,
-						   ruda_allocation_mode mode,
-						   ruda_memory_ready_fn ready, void *data);
+						   ruda_allocation_mode mode, VkBuffer export_for,
+						   uint64_t export_size, ruda_memory_ready_fn ready,
+						   void *data);
+/* The exportable buffer of create size `buffer_size` whose memory a job
+ * made ahead, with that memory in `out` (the buffer yet to be bound to
+ * it); VK_NULL_HANDLE when none waits. */
+VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_size,
+				      struct ruda_allocation *out);
 /* Whether an allocation of about `size` bytes in `mode` would find room in
  * a shared page now (a hint, before ruda__memory_prepare's exact size). */
 bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode);

@@ -1,5 +1,6 @@
 #include "memory/buffer.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "memory/buffer_limits.h"
@@ -80,47 +81,10 @@ ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct rud
 	return ruda__buffer_create_mode(d, size, RUDA_ALLOCATION_AUTO, out);
 }
 
-const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64_t size,
-						   int mode, ruda_memory_ready_fn ready,
-						   void *data)
+/* A VkBuffer of `vk_size` bytes as rudad makes them; exportable ones
+ * say so at creation (their memory is then dedicated to them). */
+static VkBuffer make_vk_buffer(struct ruda_device *d, uint64_t vk_size, bool exportable)
 {
-	char why[160];
-	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
-	if ((mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd) ||
-	    ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK ||
-	    ruda__memory_at_hand(&d->allocator, vk_size_of(size), (ruda_allocation_mode)mode))
-		return NULL;
-	/* the memory a buffer of this size needs: a probe's requirements */
-	VkBufferCreateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.size = vk_size_of(size),
-		.usage = RUDA_BUFFER_USAGE,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
-	VkBuffer probe;
-	if (vkCreateBuffer(d->vk, &info, NULL, &probe) != VK_SUCCESS)
-		return NULL;
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(d->vk, probe, &req);
-	vkDestroyBuffer(d->vk, probe, NULL);
-	return ruda__memory_prepare(&d->allocator, req.size, (ruda_allocation_mode)mode, ready,
-				    data);
-}
-
-ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int mode,
-				     struct ruda_buffer **out)
-{
-	int exportable = mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
-	char why[160];
-	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
-	if (ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK)
-		return RUDA_ERROR_TOO_LARGE;
-	struct ruda_buffer *b = calloc(1, sizeof(*b));
-	if (!b)
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	b->device = d;
-	b->size = size;
-	uint64_t vk_size = vk_size_of(size);
 	VkExternalMemoryBufferCreateInfo external = {
 		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
 		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
@@ -132,15 +96,72 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 		.usage = RUDA_BUFFER_USAGE,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
-	if (vkCreateBuffer(d->vk, &info, NULL, &b->vk) != VK_SUCCESS) {
-		free(b);
-		return RUDA_ERROR_OUT_OF_MEMORY;
-	}
+	VkBuffer buffer;
+	return vkCreateBuffer(d->vk, &info, NULL, &buffer) == VK_SUCCESS ? buffer : VK_NULL_HANDLE;
+}
+
+static bool exportable_mode(const struct ruda_device *d, int mode)
+{
+	return mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
+}
+
+const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64_t size,
+						   int mode, ruda_memory_ready_fn ready,
+						   void *data)
+{
+	char why[160];
+	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
+	if (ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK ||
+	    ruda__memory_at_hand(&d->allocator, vk_size_of(size), (ruda_allocation_mode)mode))
+		return NULL;
+	/* the memory a buffer of this size needs: a probe's requirements, or
+	 * for exportable memory, which is dedicated to its buffer, the
+	 * buffer's own (the allocator keeps it with the memory) */
+	bool exportable = exportable_mode(d, mode);
+	VkBuffer buffer = make_vk_buffer(d, vk_size_of(size), exportable);
+	if (!buffer)
+		return NULL;
 	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
-	ruda_status st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
-						 (ruda_allocation_mode)mode,
-						 exportable ? b->vk : VK_NULL_HANDLE, &b->memory);
+	vkGetBufferMemoryRequirements(d->vk, buffer, &req);
+	const struct ruda_memory_job *job = ruda__memory_prepare(
+		&d->allocator, req.size, (ruda_allocation_mode)mode,
+		exportable ? buffer : VK_NULL_HANDLE, vk_size_of(size), ready, data);
+	if (!exportable || !job)
+		vkDestroyBuffer(d->vk, buffer, NULL);
+	return job;
+}
+
+ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int mode,
+				     struct ruda_buffer **out)
+{
+	bool exportable = exportable_mode(d, mode);
+	char why[160];
+	struct ruda_buffer_limits limits = ruda__buffer_limits_of(d);
+	if (ruda__buffer_limits_check(&limits, size, why, sizeof(why)) != RUDA_OK)
+		return RUDA_ERROR_TOO_LARGE;
+	struct ruda_buffer *b = calloc(1, sizeof(*b));
+	if (!b)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	b->device = d;
+	b->size = size;
+	uint64_t vk_size = vk_size_of(size);
+	/* an exportable buffer whose memory the thread pool made ahead
+	 * (ruda__buffer_prepare) comes with it */
+	b->vk = exportable ? ruda__memory_take_exportable(&d->allocator, vk_size, &b->memory)
+			   : VK_NULL_HANDLE;
+	ruda_status st = RUDA_OK;
+	if (!b->vk) {
+		b->vk = make_vk_buffer(d, vk_size, exportable);
+		if (!b->vk) {
+			free(b);
+			return RUDA_ERROR_OUT_OF_MEMORY;
+		}
+		VkMemoryRequirements req;
+		vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
+		st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
+					     (ruda_allocation_mode)mode,
+					     exportable ? b->vk : VK_NULL_HANDLE, &b->memory);
+	}
 	if (st == RUDA_OK &&
 	    vkBindBufferMemory(d->vk, b->vk, b->memory.memory, b->memory.offset) != VK_SUCCESS) {
 		ruda__memory_free(&d->allocator, &b->memory);

@@ -63,7 +63,8 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *device, uint64_t size, 
  * memory it would allocate on the loop in the thread pool instead
  * (ruda__memory_prepare). The job, whose `ready` comes on the loop once
  * that memory waits; NULL when the create can go ahead now (small, memory
- * at hand, exportable, or past the device's limits: the create answers). */
+ * at hand, or past the device's limits: the create answers). Exportable
+ * memory is made for a buffer created here, which the create then takes. */
 const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *device, uint64_t size,
 						   int mode, ruda_memory_ready_fn ready,
 						   void *data);

@@ -261,6 +261,72 @@ START_TEST(big_allocation_leaves_the_loop_free)
 }
 END_TEST
 
+/* In a dedicated window: BIG bytes written, exported and read back. */
+static void create_exported(void *user)
+{
+	struct creator *c = user;
+	uint8_t *data = malloc(BIG), *back = malloc(BIG);
+	test_fill_random(data, BIG, 12);
+	ruda_handle h;
+	ruda_resource r = RUDA_RESOURCE_INIT;
+	c->ok = ruda_client_create(c->client, data, BIG, &h) == RUDA_OK &&
+		ruda_client_get_resource(c->client, h, &r) == RUDA_OK && r.fd >= 0 &&
+		r.memory_size >= BIG && ruda_client_read_one(c->client, h, back) == RUDA_OK &&
+		memcmp(data, back, BIG) == 0;
+	if (r.fd >= 0)
+		close(r.fd);
+	ruda_client_release(c->client, h);
+	free(data);
+	free(back);
+}
+
+static void *create_big_dedicated(void *arg)
+{
+	struct creator *c = arg;
+	c->client = test_connect(c->d, "big exportable buffer");
+	double t0 = test_now();
+	if (ruda_client_allocation_window(c->client, RUDA_ALLOCATION_DEDICATED, create_exported,
+					  c) != RUDA_OK)
+		c->ok = 0;
+	c->seconds = test_now() - t0;
+	ruda_client_close(c->client);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Exportable memory, dedicated to its buffer, is made in the thread pool
+ * too (with the buffer it is for): the other clients are served meanwhile,
+ * and the buffer exports and holds what was written. */
+START_TEST(exportable_allocation_leaves_the_loop_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow(&d, "round trips", &small);
+	ruda_memory_usage u0 = RUDA_MEMORY_USAGE_INIT;
+	ck_assert_int_eq(ruda_client_memory_usage(b, &u0), RUDA_OK);
+	uint64_t pages_before = u0.device_pages;
+	ruda_daemon_stats s0 = RUDA_DAEMON_STATS_INIT;
+	ck_assert_int_eq(ruda_client_daemon_stats(b, &s0), RUDA_OK);
+	struct creator c = {.d = &d};
+	int count;
+	double longest = longest_round_trip(b, create_big_dedicated, &c, &count);
+	printf("exportable create + export + read of %u MiB: %.3f s; %d round trips of another "
+	       "client beside it, the longest %.3f s\n",
+	       BIG >> 20, c.seconds, count, longest);
+	ck_assert(c.ok);
+	ck_assert(c.seconds >= SLOW_MS / 1000.0); /* the slow allocation happened */
+	ck_assert_int_ge(count, 5);
+	ck_assert(longest < SLOW_MS / 2000.0);
+	/* its memory went with the buffer (exported memory is never kept):
+	 * only b's buffer is left */
+	test_wait_for_stats(b, 1, s0.device_bytes);
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
+	ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
+	ck_assert_uint_eq(u.device_pages, pages_before);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
 static void *try_empty_in_full_heap(void *arg)
 {
 	struct creator *c = arg;
@@ -410,6 +476,7 @@ int main(void)
 	TCase *slow = tcase_create("memory made off the loop");
 	tcase_set_timeout(slow, 120);
 	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
+	tcase_add_test(slow, exportable_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
