@@ -227,6 +227,23 @@ static double longest_round_trip(ruda_client *b, void *(*work)(void *), struct c
 	return longest;
 }
 
+/* `work(c)` made a BIG buffer with a slow allocation, right, while `b`'s
+ * round trips went on, none waiting for the allocation (on the loop, one
+ * would have waited it out). */
+static void served_beside(ruda_client *b, void *(*work)(void *), struct creator *c,
+			  const char *what)
+{
+	int count;
+	double longest = longest_round_trip(b, work, c, &count);
+	printf("%s of %u MiB: %.3f s; %d round trips of another client beside it, the longest "
+	       "%.3f s\n",
+	       what, BIG >> 20, c->seconds, count, longest);
+	ck_assert(c->ok);
+	ck_assert(c->seconds >= SLOW_MS / 1000.0); /* the slow allocation happened */
+	ck_assert_int_ge(count, 5);
+	ck_assert(longest < SLOW_MS / 2000.0);
+}
+
 /* A big buffer's device memory is made in the thread pool: the client that
  * asked waits for it, the others are served meanwhile, and the buffer holds
  * what was written. */
@@ -236,16 +253,7 @@ START_TEST(big_allocation_leaves_the_loop_free)
 	ruda_handle small;
 	ruda_client *b = start_slow(&d, "round trips", &small);
 	struct creator c = {.d = &d};
-	int count;
-	double longest = longest_round_trip(b, create_big, &c, &count);
-	printf("create + read of %u MiB: %.3f s; %d round trips of another client beside it, "
-	       "the longest %.3f s\n",
-	       BIG >> 20, c.seconds, count, longest);
-	ck_assert(c.ok);
-	ck_assert(c.seconds >= SLOW_MS / 1000.0); /* the slow allocation happened */
-	ck_assert_int_ge(count, 5);
-	/* on the loop, one round trip would have waited out the allocation */
-	ck_assert(longest < SLOW_MS / 2000.0);
+	served_beside(b, create_big, &c, "create + read");
 	/* try_empty's verdict waits for its memory too, and is the buffer */
 	double t0 = test_now();
 	ruda_handle tried;
@@ -308,15 +316,7 @@ START_TEST(exportable_allocation_leaves_the_loop_free)
 	ruda_daemon_stats s0 = RUDA_DAEMON_STATS_INIT;
 	ck_assert_int_eq(ruda_client_daemon_stats(b, &s0), RUDA_OK);
 	struct creator c = {.d = &d};
-	int count;
-	double longest = longest_round_trip(b, create_big_dedicated, &c, &count);
-	printf("exportable create + export + read of %u MiB: %.3f s; %d round trips of another "
-	       "client beside it, the longest %.3f s\n",
-	       BIG >> 20, c.seconds, count, longest);
-	ck_assert(c.ok);
-	ck_assert(c.seconds >= SLOW_MS / 1000.0); /* the slow allocation happened */
-	ck_assert_int_ge(count, 5);
-	ck_assert(longest < SLOW_MS / 2000.0);
+	served_beside(b, create_big_dedicated, &c, "exportable create + export + read");
 	/* its memory went with the buffer (exported memory is never kept):
 	 * only b's buffer is left */
 	test_wait_for_stats(b, 1, s0.device_bytes);
