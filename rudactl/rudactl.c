@@ -509,8 +509,9 @@ static void print_loop(const struct snapshot *snap, const struct snapshot *befor
 	if (submits)
 		printf(", %.1f us each", (double)submit_ns / (double)submits / 1000.0);
 	printf("; %" PRIu64 " turns yielded; between turns %" PRIu64 " completions, %" PRIu64
-	       " syncs submitted\n",
-	       s->turns_yielded, s->completions_between_turns, s->syncs_submitted_early);
+	       " syncs submitted; %s in clients' turns\n",
+	       s->turns_yielded, s->completions_between_turns, s->syncs_submitted_early,
+	       fmt_ns(a, sizeof(a), s->turns_ns));
 }
 
 static void print_status(const struct snapshot *snap, const struct snapshot *before)
@@ -682,8 +683,9 @@ static void print_devices(const struct snapshot *snap)
 		       " completed%s\n",
 		       "queue", d->inflight, d->submitted, d->completed,
 		       d->lost ? "; DEVICE LOST" : "");
-		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them\n", "submits",
-		       d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns));
+		printf("  %-14s %" PRIu64 " vkQueueSubmit calls, %s in them; %s on completions\n",
+		       "submits", d->queue_submits, fmt_ns(a, sizeof(a), d->submit_ns),
+		       fmt_ns(c, sizeof(c), d->completion_ns));
 		if (d->lane_rounds)
 			printf("  %-14s %" PRIu64 " submissions, %" PRIu64 " rounds, %" PRIu64
 			       " launches (%.2f a round), %s recording them\n",

@@ -235,6 +235,7 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_u64(j, "turns_yielded", s->turns_yielded);
 	json_u64(j, "completions_between_turns", s->completions_between_turns);
 	json_u64(j, "syncs_submitted_early", s->syncs_submitted_early);
+	json_u64(j, "turns_ns", s->turns_ns);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
 	json_u64(j, "min_client_arena_bytes", s->min_arena_size);
@@ -297,6 +298,7 @@ void json_device(struct json *j, const Ruda__AdminDevice *d, double busy)
 	json_u64(j, "lane_gpu_ns", d->lane_gpu_ns);
 	json_u64(j, "lane_idle_ns", d->lane_idle_ns);
 	json_u64(j, "lane_record_ns", d->lane_record_ns);
+	json_u64(j, "completion_ns", d->completion_ns);
 	if (busy < 0)
 		json_null(j, "busy_percent");
 	else

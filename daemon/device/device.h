@@ -112,6 +112,10 @@ struct ruda_device_stats {
 	/* host time the loop spent recording lane rounds (the driver's
 	 * vkCmd* calls and the references they take), uv_hrtime ns */
 	uint64_t lane_record_ns;
+	/* host time the loop spent on finished submissions (waiters
+	 * answered, command buffers reset), less the submitting and
+	 * recording that led to, uv_hrtime ns */
+	uint64_t completion_ns;
 };
 
 struct ruda_device {
@@ -362,6 +366,10 @@ void ruda__device_inject_loss(struct ruda_device *device);
 
 /* Run completions the completion thread has published (loop thread). */
 void ruda__device_process_completions(struct ruda_device *device);
+/* The loop's host time counted in the device's stats so far (submit_ns,
+ * lane_record_ns, completion_ns): what to take out of a span of the loop's
+ * time that contains some of them. */
+uint64_t ruda__device_counted_ns(const struct ruda_device *device);
 
 /* A free pair of timestamp queries (reset and ready), or -1. */
 int32_t ruda__device_query_pair_get(struct ruda_device *device);

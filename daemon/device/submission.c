@@ -351,7 +351,22 @@ int ruda__submission_submit(struct ruda_submission *sub)
 	return 0;
 }
 
+uint64_t ruda__device_counted_ns(const struct ruda_device *d)
+{
+	return d->stats.submit_ns + d->stats.lane_record_ns + d->stats.completion_ns;
+}
+
+static void process_completions(struct ruda_device *d);
+
 void ruda__device_process_completions(struct ruda_device *d)
+{
+	uint64_t t0 = uv_hrtime(), counted = ruda__device_counted_ns(d);
+	process_completions(d);
+	uint64_t inside = ruda__device_counted_ns(d) - counted;
+	d->stats.completion_ns += uv_hrtime() - t0 - inside;
+}
+
+static void process_completions(struct ruda_device *d)
 {
 	/* read before what it says: a later publication is seen again */
 	d->completions_taken = atomic_load(&d->publications);

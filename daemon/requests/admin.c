@@ -293,6 +293,7 @@ static void fill_device(struct device_buf *b, struct ruda_device *d,
 	m->lane_gpu_ns = d->stats.lane_gpu_ns;
 	m->lane_idle_ns = d->stats.lane_idle_ns;
 	m->lane_record_ns = d->stats.lane_record_ns;
+	m->completion_ns = d->stats.completion_ns;
 }
 
 /* Every device, filled into a new array (NULL on allocation failure). */
@@ -377,6 +378,7 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	st.turns_yielded = ctx->turns_yielded;
 	st.completions_between_turns = ctx->completions_between_turns;
 	st.syncs_submitted_early = ctx->syncs_submitted_early;
+	st.turns_ns = ctx->turns_ns;
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;

@@ -239,8 +239,24 @@ void ruda__session_release(struct ruda_session *s)
 	}
 }
 
-void ruda__session_turn_done(struct ruda_session_context *ctx)
+static uint64_t devices_counted_ns(const struct ruda_session_context *ctx)
 {
+	uint64_t ns = 0;
+	for (uint32_t i = 0; i < ctx->ndevices; i++)
+		if (ctx->devices[i])
+			ns += ruda__device_counted_ns(ctx->devices[i]);
+	return ns;
+}
+
+struct ruda_turn ruda__session_turn_begin(const struct ruda_session_context *ctx)
+{
+	return (struct ruda_turn){.started_ns = uv_hrtime(), .counted_ns = devices_counted_ns(ctx)};
+}
+
+void ruda__session_turn_done(struct ruda_session_context *ctx, struct ruda_turn turn)
+{
+	uint64_t inside = devices_counted_ns(ctx) - turn.counted_ns;
+	ctx->turns_ns += uv_hrtime() - turn.started_ns - inside;
 	for (uint32_t i = 0; i < ctx->ndevices; i++) {
 		if (!ctx->devices[i])
 			continue;

@@ -142,6 +142,10 @@ struct ruda_session_context {
 	/* after a client's turn (ruda__session_turn_done): completions handled
 	 * then, and lane submissions made then for a Sync; for AdminStatus */
 	uint64_t completions_between_turns, syncs_submitted_early;
+	/* host time of clients' turns (sockets read, frames decoded and
+	 * handled), less the devices' counted parts within them
+	 * (ruda__device_counted_ns); for AdminStatus */
+	uint64_t turns_ns;
 	/* connections that have not said Hello yet, oldest first, and how
 	 * many each uid has (uid -> count, as a pointer) */
 	struct ruda_session *hello_first, *hello_last;
@@ -252,10 +256,16 @@ void ruda__session_hello_done(struct ruda_session *session);
 void ruda__session_kill(struct ruda_session *session);
 /* Submit the streams with recorded work (end of a loop iteration). */
 void ruda__session_submit_dirty(struct ruda_session_context *ctx);
-/* After one client's turn on the loop: completions published meanwhile
- * are answered, and lanes that a Sync waits for on an idle queue submit,
- * without waiting for every other busy client's turn. */
-void ruda__session_turn_done(struct ruda_session_context *ctx);
+/* A client's turn on the loop, from its start: timed for turns_ns. */
+struct ruda_turn {
+	uint64_t started_ns; /* uv_hrtime() */
+	uint64_t counted_ns; /* the devices' counted time then */
+};
+struct ruda_turn ruda__session_turn_begin(const struct ruda_session_context *ctx);
+/* After one client's turn on the loop: its time is counted, completions
+ * published meanwhile are answered, and lanes that a Sync waits for on an
+ * idle queue submit, without waiting for every other busy client's turn. */
+void ruda__session_turn_done(struct ruda_session_context *ctx, struct ruda_turn turn);
 /* Buffers and kernels released per loop iteration after a session closed. */
 #define RUDA_SESSION_TEARDOWN_BATCH 4096u
 /* Release up to `max` of the closed sessions' buffers and kernels; returns

@@ -91,10 +91,11 @@ static void on_yield_idle(uv_idle_t *idle)
 		c->yield_next = NULL;
 		c->yielded = false;
 		struct ruda_session *s = c->session;
+		struct ruda_turn turn = ruda__session_turn_begin(ctx);
 		run_frames(c);
 		if (!c->yielded && s->state == RUDA_SESSION_READY && !s->throttled)
 			set_poll(c, reading_events(c));
-		ruda__session_turn_done(ctx);
+		ruda__session_turn_done(ctx, turn);
 	}
 	if (!ctx->yielded)
 		uv_idle_stop(idle);
@@ -411,7 +412,8 @@ static void on_poll(uv_poll_t *poll, int status, int events)
 	if ((events & UV_READABLE) && s->state != RUDA_SESSION_DEAD &&
 	    s->state != RUDA_SESSION_CLOSING) {
 		struct ruda_session_context *ctx = s->ctx;
+		struct ruda_turn turn = ruda__session_turn_begin(ctx);
 		connection_read(c);
-		ruda__session_turn_done(ctx);
+		ruda__session_turn_done(ctx, turn);
 	}
 }

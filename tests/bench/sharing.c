@@ -304,7 +304,7 @@ struct loop_sample {
 	double t;
 	uint64_t loop_busy_ns, queue_submits, submit_ns, turns_yielded;
 	uint64_t lane_submissions, lane_rounds, lane_launches, lane_gpu_ns, lane_idle_ns;
-	uint64_t lane_record_ns;
+	uint64_t lane_record_ns, completion_ns, turns_ns;
 	uint64_t completions_between_turns, syncs_submitted_early;
 };
 
@@ -324,6 +324,8 @@ static struct loop_sample loop_sample(const char *socket)
 		.lane_gpu_ns = st->devices[0]->lane_gpu_ns,
 		.lane_idle_ns = st->devices[0]->lane_idle_ns,
 		.lane_record_ns = st->devices[0]->lane_record_ns,
+		.completion_ns = st->devices[0]->completion_ns,
+		.turns_ns = st->turns_ns,
 		.completions_between_turns = st->completions_between_turns,
 		.syncs_submitted_early = st->syncs_submitted_early,
 	};
@@ -351,17 +353,21 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 		       "submitted\n",
 		       (double)(b->completions_between_turns - a->completions_between_turns) / wall,
 		       (double)(b->syncs_submitted_early - a->syncs_submitted_early) / wall);
-	/* where the loop's time per launch went: submitting, recording, the
-	 * rest (frames read and decoded, replies, completions) */
+	/* where the loop's time per launch went: submitting, recording,
+	 * completions, clients' turns (sockets read, requests decoded and
+	 * handled), the rest (ticks, timers, libuv's own) */
 	uint64_t launches = b->lane_launches - a->lane_launches;
 	if (launches) {
 		double per = 1e3 * (double)launches;
 		double loop = (double)(b->loop_busy_ns - a->loop_busy_ns) / per;
 		double submit = (double)(b->submit_ns - a->submit_ns) / per;
 		double record = (double)(b->lane_record_ns - a->lane_record_ns) / per;
+		double done = (double)(b->completion_ns - a->completion_ns) / per;
+		double turns = (double)(b->turns_ns - a->turns_ns) / per;
 		printf("    loop time a launch: %.2f us, of which %.2f us submitting, %.2f us "
-		       "recording, %.2f us the rest\n",
-		       loop, submit, record, loop - submit - record);
+		       "recording, %.2f us on completions, %.2f us in clients' turns, %.2f us the "
+		       "rest\n",
+		       loop, submit, record, done, turns, loop - submit - record - done - turns);
 	}
 }
 

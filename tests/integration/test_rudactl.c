@@ -1073,12 +1073,24 @@ START_TEST(sync_on_idle_lane_goes_at_once)
 	ruda_kernel fill = test_register(c, "fill", 1, 8);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	unsigned long long early0 = status_count(r, &d, "daemon.syncs_submitted_early");
+	unsigned long long busy0 = status_count(r, &d, "daemon.loop_busy_ns"),
+			   turns0 = status_count(r, &d, "daemon.turns_ns"),
+			   done0 = status_count(r, &d, "devices.0.completion_ns");
 	enum { TRIPS = 20 };
 	for (uint32_t i = 0; i < TRIPS; i++)
 		fill_batch(c, fill, buf, 64, 1 + i % 3);
 	unsigned long long early = status_count(r, &d, "daemon.syncs_submitted_early") - early0;
 	ck_assert_uint_ge(early, TRIPS);
 	ck_assert_uint_le(early, 2 * TRIPS); /* one, and the read's, at most */
+	/* the loop's time went to the client's turns and to the completions,
+	 * each counted apart: some to each, together no more than the loop
+	 * was busy (1 ms for the samples' own edges) */
+	unsigned long long turns = status_count(r, &d, "daemon.turns_ns") - turns0,
+			   done = status_count(r, &d, "devices.0.completion_ns") - done0,
+			   busy = status_count(r, &d, "daemon.loop_busy_ns") - busy0;
+	ck_assert_uint_gt(turns, 0);
+	ck_assert_uint_gt(done, 0);
+	ck_assert_uint_le(turns + done, busy + 1000000);
 	CTL(r, &d, "status");
 	expect_ok(r, "status");
 	expect_in(r->out, " syncs submitted");
