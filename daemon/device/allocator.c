@@ -7,17 +7,7 @@
 #include <uv.h>
 
 #include "common/config.h"
-#include "common/handle_table.h"
-
-/* A free range of a shared page, in its page's list (in no particular
- * order) and found by its first and its end offset, so that a freed range
- * meets its neighbours in O(1) however many ranges there are (a session of
- * 100 000 small buffers, freed in hash order, walked a sorted list for each
- * and stalled the loop for 11-15 s). */
-struct free_range {
-	struct free_range *next, *prev;
-	uint64_t offset, size;
-};
+#include "device/free_ranges.h"
 
 struct ruda_memory_page {
 	struct ruda_memory_page *next;
@@ -34,73 +24,8 @@ struct ruda_memory_page {
 	VkBuffer buffer;
 	uint64_t buffer_size;
 	uint64_t kept_at_ns; /* uv_hrtime() when it was kept */
-	struct free_range *free;
-	struct ruda_handle_table starts; /* offset -> free range starting there */
-	struct ruda_handle_table ends;   /* offset -> free range ending there */
+	struct ruda_free_ranges free; /* shared pages' */
 };
-
-/* ---- a page's free ranges ------------------------------------------------ */
-
-static void index_drop(struct ruda_handle_table *t, uint64_t key, struct free_range *r)
-{
-	if (ruda__handle_table_get(t, key) == r)
-		ruda__handle_table_remove(t, key);
-}
-
-/* Index `r` under its bounds. Out of memory, it stays in the list (usable)
- * but unfound by its neighbours: it only coalesces less. */
-static void index_add(struct ruda_memory_page *p, struct free_range *r)
-{
-	(void)ruda__handle_table_insert(&p->starts, r->offset, r);
-	(void)ruda__handle_table_insert(&p->ends, r->offset + r->size, r);
-}
-
-static struct free_range *range_add(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
-{
-	struct free_range *r = malloc(sizeof(*r));
-	if (!r)
-		return NULL;
-	*r = (struct free_range){.next = p->free, .offset = offset, .size = size};
-	if (p->free)
-		p->free->prev = r;
-	p->free = r;
-	index_add(p, r);
-	return r;
-}
-
-static void range_remove(struct ruda_memory_page *p, struct free_range *r)
-{
-	index_drop(&p->starts, r->offset, r);
-	index_drop(&p->ends, r->offset + r->size, r);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		p->free = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	free(r);
-}
-
-static void range_set(struct ruda_memory_page *p, struct free_range *r, uint64_t offset,
-		      uint64_t size)
-{
-	index_drop(&p->starts, r->offset, r);
-	index_drop(&p->ends, r->offset + r->size, r);
-	r->offset = offset;
-	r->size = size;
-	index_add(p, r);
-}
-
-static void ranges_finish(struct ruda_memory_page *p)
-{
-	while (p->free) {
-		struct free_range *r = p->free;
-		p->free = r->next;
-		free(r);
-	}
-	ruda__handle_table_finish(&p->starts);
-	ruda__handle_table_finish(&p->ends);
-}
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -201,7 +126,7 @@ static void page_release(void *arg)
  * pool (vkFreeMemory of a large page takes long: docs/memory.md). */
 static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 {
-	ranges_finish(p);
+	ruda__free_ranges_finish(&p->free);
 	if (p->buffer)
 		vkDestroyBuffer(m->vk, p->buffer, NULL);
 	struct page_release *r = malloc(sizeof(*r));
@@ -360,8 +285,8 @@ static VkResult allocate_memory(struct ruda_memory *m, const VkMemoryAllocateInf
  * when out of memory (`p` is left to the caller, its ranges gone). */
 static bool page_insert(struct ruda_memory *m, struct ruda_memory_page *p)
 {
-	if (!p->dedicated && !range_add(p, 0, p->size)) {
-		ranges_finish(p);
+	if (!p->dedicated && !ruda__free_ranges_give(&p->free, 0, p->size)) {
+		ruda__free_ranges_finish(&p->free);
 		return false;
 	}
 	p->next = m->pages;
@@ -421,61 +346,6 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	/* only the loop raises it: nothing came between the check and here */
 	atomic_fetch_add(&m->budget->held, size);
 	return p;
-}
-
-/* First fit in one page; 0 and *offset set, or -1. */
-static int page_take(struct ruda_memory_page *p, uint64_t size, uint64_t align, uint64_t *offset)
-{
-	for (struct free_range *r = p->free; r; r = r->next) {
-		uint64_t start = align_up(r->offset, align);
-		if (start + size > r->offset + r->size)
-			continue;
-		uint64_t end = start + size, range_end = r->offset + r->size;
-		if (start > r->offset && end < range_end) {
-			/* split: keep the head here, the tail a range of its own.
-			 * Shrink first: the tail takes over r's end key (added
-			 * before, it was refused as a duplicate and the tail never
-			 * merged with a buffer freed after it). */
-			uint64_t head = r->offset;
-			range_set(p, r, head, start - head);
-			if (!range_add(p, end, range_end - end)) {
-				range_set(p, r, head, range_end - head);
-				return -1;
-			}
-		} else if (start > r->offset) {
-			range_set(p, r, r->offset, start - r->offset);
-		} else if (end < range_end) {
-			range_set(p, r, end, range_end - end);
-		} else {
-			range_remove(p, r);
-		}
-		*offset = start;
-		return 0;
-	}
-	return -1;
-}
-
-/* Give [offset, offset + size) back, merging with its neighbours. */
-static int page_give(struct ruda_memory_page *p, uint64_t offset, uint64_t size)
-{
-	struct free_range *prev = ruda__handle_table_get(&p->ends, offset);
-	struct free_range *next = ruda__handle_table_get(&p->starts, offset + size);
-	if (prev && next) {
-		uint64_t total = prev->size + size + next->size;
-		range_remove(p, next);
-		range_set(p, prev, prev->offset, total);
-		return 0;
-	}
-	if (prev) {
-		range_set(p, prev, prev->offset, prev->size + size);
-		return 0;
-	}
-	if (next) {
-		range_set(p, next, offset, next->size + size);
-		return 0;
-	}
-	/* out of memory: the range is lost until the page is freed */
-	return range_add(p, offset, size) ? 0 : -1;
 }
 
 /* A kept dedicated page of exactly `size` bytes, taken back into use
@@ -548,11 +418,11 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 		for (p = m->pages; p; p = p->next)
 			if (!p->dedicated && p->persistent == persistent &&
 			    p->size - p->used >= reserved &&
-			    page_take(p, reserved, align, &offset) == 0)
+			    ruda__free_ranges_take(&p->free, reserved, align, &offset))
 				break;
 		if (!p) {
 			p = page_new(m, m->page_size, 0, VK_NULL_HANDLE);
-			if (!p || page_take(p, reserved, align, &offset) < 0)
+			if (!p || !ruda__free_ranges_take(&p->free, reserved, align, &offset))
 				return RUDA_ERROR_OUT_OF_MEMORY;
 			p->persistent = persistent;
 		}
@@ -814,7 +684,7 @@ void ruda__memory_free(struct ruda_memory *m, struct ruda_allocation *a)
 		page_free(m, p);
 		return;
 	}
-	page_give(p, a->offset, a->size);
+	(void)ruda__free_ranges_give(&p->free, a->offset, a->size);
 	if (p->used)
 		return;
 	m->stats.empty_pages++;
