@@ -157,8 +157,18 @@ static bool wait_for_memory(struct ruda_session *s, uint64_t handle, uint64_t si
 	if (handle_free(s, handle, why, sizeof(why)) != RUDA_OK ||
 	    !ruda__session_quota_allows(s, size))
 		return false;
+	return ruda__session_park_for_memory(s, s->device, size, s->allocation_mode);
+}
+
+bool ruda__session_park_for_memory(struct ruda_session *s, struct ruda_device *device,
+				   uint64_t size, int mode)
+{
+	if (s->memory_made) {
+		s->memory_made = 0;
+		return false;
+	}
 	const struct ruda_memory_job *job =
-		ruda__buffer_prepare(s->device, size, s->allocation_mode, memory_ready, s->ctx);
+		ruda__buffer_prepare(device, size, mode, memory_ready, s->ctx);
 	if (!job)
 		return false;
 	s->parked = 1;

@@ -13,6 +13,7 @@
 
 #include <ruda/status.h>
 
+struct ruda_device;
 struct ruda_session;
 struct ruda_session_buffer;
 struct ruda_stream;
@@ -24,6 +25,14 @@ void ruda__handle_hello(struct ruda_session *s, const struct Ruda__Request *req,
 
 /* buffers.c: buffer ids, allocation, release, exported memory */
 void ruda__handle_empty(struct ruda_session *s, const struct Ruda__Request *req);
+/* Whether the request being handled waits (parked) while the thread pool
+ * makes the device memory a new buffer of `size` bytes on `device`, in
+ * allocation mode `mode`, needs: the loop serves the other clients
+ * meanwhile, and the request is handed again once it is made. False when
+ * it can go ahead now (memory at hand, little of it, past the device's
+ * limits), or is the request handed again with its memory made. */
+bool ruda__session_park_for_memory(struct ruda_session *s, struct ruda_device *device,
+				   uint64_t size, int mode);
 void ruda__handle_release(struct ruda_session *s, const struct Ruda__Request *req);
 void ruda__handle_allocation_mode(struct ruda_session *s, const struct Ruda__Request *req);
 void ruda__handle_export_resource(struct ruda_session *s, const struct Ruda__Request *req);

@@ -13,6 +13,7 @@
 #include "memory/host_staging.h"
 #include "memory/peer_window.h"
 #include "common/log.h"
+#include "requests/handlers.h"
 #include "requests/reply.h"
 #include "requests/session.h"
 #include "exec/stream.h"
@@ -421,6 +422,9 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 {
 	uint64_t arrived = uv_hrtime();
 	const Ruda__ToClient *t = req->to_client;
+	/* handed again after its memory was made (below), whatever it meets */
+	bool memory_made = s->memory_made;
+	s->memory_made = 0;
 	struct ruda_session_context *ctx = s->ctx;
 	char why[256];
 	struct ruda_session_buffer *src = ruda__handle_table_get(&s->buffers, t->handle);
@@ -458,6 +462,18 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	uint32_t n = plan(t, src->buffer->size, &regions, &packed, &st, why, sizeof(why));
 	if (!n) {
 		ruda__reply_status(s->conn, req->id, st, "to_client: %s", why);
+		return;
+	}
+	/* the new buffer's device memory is made in the thread pool, as a
+	 * create's is (the loop would wait for it, ~25 ms a GiB on an H200):
+	 * the request parks and comes again. Not for a window lent between
+	 * two logical devices of one GPU, which is the buffer's memory. */
+	if (!memory_made &&
+	    (target->device == s->device || !ruda__peer_possible(s->device, target->device, NULL)) &&
+	    ruda__session_quota_allows(target, packed) &&
+	    ruda__session_park_for_memory(s, target->device, packed ? packed : 1,
+					  RUDA_ALLOCATION_AUTO)) {
+		free(regions);
 		return;
 	}
 	struct to_client_waiter *w = calloc(1, sizeof(*w));

@@ -327,6 +327,43 @@ START_TEST(exportable_allocation_leaves_the_loop_free)
 }
 END_TEST
 
+/* A client that creates a big buffer and moves it to another client of
+ * the process (a new buffer there), read back from that one. */
+static void *move_big(void *arg)
+{
+	struct creator *c = arg;
+	ruda_client *a = test_connect(c->d, "from"), *to = test_connect(c->d, "to");
+	uint8_t *data = malloc(BIG), *back = malloc(BIG);
+	test_fill_random(data, BIG, 13);
+	double t0 = test_now();
+	ruda_handle h, moved;
+	c->ok = ruda_client_create(a, data, BIG, &h) == RUDA_OK &&
+		ruda_client_to_client(a, h, to, RUDA_ELEM_U8, &moved) == RUDA_OK &&
+		ruda_client_read_one(to, moved, back) == RUDA_OK && memcmp(data, back, BIG) == 0;
+	c->seconds = test_now() - t0;
+	ruda_client_close(to);
+	ruda_client_close(a);
+	free(data);
+	free(back);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* to_client's new buffer gets its memory in the thread pool too: the
+ * request waits for it, the other clients do not. */
+START_TEST(to_client_allocation_leaves_the_loop_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow(&d, "round trips", &small);
+	struct creator c = {.d = &d};
+	served_beside(b, move_big, &c, "create + to_client + read");
+	/* two slow allocations: the source's and the new buffer's */
+	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
 static void *try_empty_in_full_heap(void *arg)
 {
 	struct creator *c = arg;
@@ -477,6 +514,7 @@ int main(void)
 	tcase_set_timeout(slow, 120);
 	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, exportable_allocation_leaves_the_loop_free);
+	tcase_add_test(slow, to_client_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
