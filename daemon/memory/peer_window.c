@@ -248,17 +248,22 @@ static VkResult make_buffer(struct ruda_device *d, uint64_t size, VkBuffer *out)
 	return vkCreateBuffer(d->vk, &info, NULL, out);
 }
 
-/* The exporting half: a buffer on `from` with memory of its own. */
+/* The exporting half: a buffer on `from` with memory of its own, made
+ * ahead in the thread pool (an exportable buffer of the window's size,
+ * ruda__buffer_prepare) or here. */
 static int make_home(struct ruda_peer_window *w, struct ruda_device *from)
 {
-	if (make_buffer(from, w->size, &w->from.buffer) != VK_SUCCESS)
-		return -ENOMEM;
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(from->vk, w->from.buffer, &req);
-	if (ruda__memory_alloc_mode(&from->allocator, req.size, req.alignment,
-				    RUDA_ALLOCATION_DEDICATED, w->from.buffer,
-				    &w->memory) != RUDA_OK)
-		return -ENOMEM;
+	w->from.buffer = ruda__memory_take_exportable(&from->allocator, w->size, &w->memory);
+	if (!w->from.buffer) {
+		if (make_buffer(from, w->size, &w->from.buffer) != VK_SUCCESS)
+			return -ENOMEM;
+		VkMemoryRequirements req;
+		vkGetBufferMemoryRequirements(from->vk, w->from.buffer, &req);
+		if (ruda__memory_alloc_mode(&from->allocator, req.size, req.alignment,
+					    RUDA_ALLOCATION_DEDICATED, w->from.buffer,
+					    &w->memory) != RUDA_OK)
+			return -ENOMEM;
+	}
 	if (vkBindBufferMemory(from->vk, w->from.buffer, w->memory.memory, w->memory.offset) !=
 	    VK_SUCCESS)
 		return -EIO;
@@ -314,18 +319,35 @@ static int import_into(struct ruda_peer_window *w, struct ruda_device *from,
 	return 0;
 }
 
-static struct ruda_peer_window *take_cached(struct ruda_device *from, struct ruda_device *to,
-					    uint64_t size)
+/* The index of a kept window from `from` into `to` for `size` bytes (at
+ * most twice that), or -1. */
+static int find_cached(const struct ruda_device *from, const struct ruda_device *to,
+		       uint64_t size)
 {
 	for (unsigned i = cache.n; i-- > 0;) {
 		struct ruda_peer_window *w = cache.entries[i];
 		if (w->from.device == from && w->to.device == to && w->size >= size &&
-		    w->size <= 2 * size) {
-			uncache(i);
-			return w;
-		}
+		    w->size <= 2 * size)
+			return (int)i;
 	}
-	return NULL;
+	return -1;
+}
+
+static struct ruda_peer_window *take_cached(struct ruda_device *from, struct ruda_device *to,
+					    uint64_t size)
+{
+	int i = find_cached(from, to, size);
+	if (i < 0)
+		return NULL;
+	struct ruda_peer_window *w = cache.entries[i];
+	uncache((unsigned)i);
+	return w;
+}
+
+bool ruda__peer_window_kept(const struct ruda_device *from, const struct ruda_device *to,
+			    uint64_t size)
+{
+	return find_cached(from, to, ruda__peer_window_size(size)) >= 0;
 }
 
 uint64_t ruda__peer_window_size(uint64_t size)

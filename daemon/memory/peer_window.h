@@ -59,12 +59,20 @@ bool ruda__peer_possible(const struct ruda_device *from, const struct ruda_devic
 uint64_t ruda__peer_window_size(uint64_t size);
 
 /* A window of at least `size` bytes from `from` into `to`: a kept one (at
- * most twice that size) or a new one (allocated, exported and imported on
- * the loop: no page is pinned, the memory is the device's own). 0 with
+ * most twice that size) or a new one (exported and imported on the loop,
+ * its memory made there unless made ahead: no page is pinned, the memory
+ * is the device's own). 0 with
  * *out (the caller's reference), or a negative errno: -ENOTSUP when not
  * possible, -ENOMEM, -EIO when the driver refused the export or import. */
 int ruda__peer_window_get(struct ruda_device *from, struct ruda_device *to, uint64_t size,
 			  struct ruda_peer_window **out);
+
+/* Whether ruda__peer_window_get(from, to, size) would find a kept window
+ * (else it makes one; its memory on `from` is an exportable buffer of
+ * ruda__peer_window_size(size) bytes, which ruda__buffer_prepare can have
+ * made ahead in the thread pool). */
+bool ruda__peer_window_kept(const struct ruda_device *from, const struct ruda_device *to,
+			    uint64_t size);
 
 /* Lend `window` (the caller's reference) to a buffer of its `to` device:
  * it is that buffer's memory until released, then kept for reuse as any

@@ -321,6 +321,24 @@ static void try_lent_window(struct to_client_waiter *w, struct ruda_device *from
 		  (unsigned long long)window->size);
 }
 
+/* Whether the request parks while the thread pool makes the device memory
+ * it needs most: the new buffer's on `to`, or between two logical devices
+ * of one GPU the memory on `from` of a window not yet kept (lent as the
+ * buffer, or the bytes moved through it; try_lent_window, try_window). */
+static bool park_for_memory(struct ruda_session *s, struct ruda_device *from,
+			    struct ruda_device *to, uint64_t packed)
+{
+	if (from == to || !ruda__peer_possible(from, to, NULL))
+		return ruda__session_park_for_memory(s, to, packed ? packed : 1,
+						     RUDA_ALLOCATION_AUTO);
+	bool lend = !has_tail(packed) && packed >= LEND_MIN;
+	uint64_t chunk = ruda__peer_chunk();
+	uint64_t window = lend || packed <= 2 * chunk ? packed : 2 * chunk;
+	return !ruda__peer_window_kept(from, to, window) &&
+	       ruda__session_park_for_memory(s, from, ruda__peer_window_size(window),
+					     RUDA_ALLOCATION_DEDICATED);
+}
+
 /* The copy regions of the request, packed in row-major order from 0:
  * one for plain bytes, one per row (or element) of a strided tensor.
  * Returns the count, or 0 with `why` set. */
@@ -464,15 +482,11 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 		ruda__reply_status(s->conn, req->id, st, "to_client: %s", why);
 		return;
 	}
-	/* the new buffer's device memory is made in the thread pool, as a
-	 * create's is (the loop would wait for it, ~25 ms a GiB on an H200):
-	 * the request parks and comes again. Not for a window lent between
-	 * two logical devices of one GPU, which is the buffer's memory. */
-	if (!memory_made &&
-	    (target->device == s->device || !ruda__peer_possible(s->device, target->device, NULL)) &&
-	    ruda__session_quota_allows(target, packed) &&
-	    ruda__session_park_for_memory(s, target->device, packed ? packed : 1,
-					  RUDA_ALLOCATION_AUTO)) {
+	/* the new device memory is made in the thread pool, as a create's
+	 * is (the loop would wait for it, ~25 ms a GiB on an H200): the
+	 * request parks and comes again */
+	if (!memory_made && ruda__session_quota_allows(target, packed) &&
+	    park_for_memory(s, s->device, target->device, packed)) {
 		free(regions);
 		return;
 	}

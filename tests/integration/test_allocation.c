@@ -153,11 +153,12 @@ END_TEST
 
 /* rudad with slow allocations, and a client whose first page is made
  * (slowly) before the case starts: it holds `small`. */
-static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_handle *small)
+static ruda_client *start_slow_on(struct test_daemon *d, const char *name, ruda_handle *small,
+				  const char *devices)
 {
 	/* no quota: one case fills the device's heap */
-	static const char *const args[] = {"--set", "max_memory_per_client=unlimited", "--set",
-					   "max_memory_per_uid=unlimited", NULL};
+	const char *const args[] = {"--set", "max_memory_per_client=unlimited", "--set",
+				    "max_memory_per_uid=unlimited", "--device", devices, NULL};
 	setenv("RUDA_TEST_SLOW_ALLOCATION_MS", "600", 1);
 	test_daemon_start(d, args);
 	unsetenv("RUDA_TEST_SLOW_ALLOCATION_MS");
@@ -165,6 +166,11 @@ static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_han
 	ck_assert_int_eq(ruda_client_empty(c, 4096, small), RUDA_OK);
 	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
 	return c;
+}
+
+static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_handle *small)
+{
+	return start_slow_on(d, name, small, "0");
 }
 
 static void stop_slow(struct test_daemon *d, ruda_client *c, ruda_handle small)
@@ -327,12 +333,24 @@ START_TEST(exportable_allocation_leaves_the_loop_free)
 }
 END_TEST
 
+static ruda_client *connect_to_device(const struct test_daemon *d, uint32_t index)
+{
+	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
+				  .socket_path = d->socket_path,
+				  .client_name = "test_allocation",
+				  .device_index = index};
+	ruda_client *c = NULL;
+	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_OK);
+	return c;
+}
+
 /* A client that creates a big buffer and moves it to another client of
- * the process (a new buffer there), read back from that one. */
+ * the process (a new buffer there; on the daemon's second device when
+ * `size` says so), read back from that one. */
 static void *move_big(void *arg)
 {
 	struct creator *c = arg;
-	ruda_client *a = test_connect(c->d, "from"), *to = test_connect(c->d, "to");
+	ruda_client *a = connect_to_device(c->d, 0), *to = connect_to_device(c->d, c->size ? 1 : 0);
 	uint8_t *data = malloc(BIG), *back = malloc(BIG);
 	test_fill_random(data, BIG, 13);
 	double t0 = test_now();
@@ -359,6 +377,21 @@ START_TEST(to_client_allocation_leaves_the_loop_free)
 	struct creator c = {.d = &d};
 	served_beside(b, move_big, &c, "create + to_client + read");
 	/* two slow allocations: the source's and the new buffer's */
+	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
+/* Between two logical devices of one GPU (--device 0,0) the new buffer is
+ * a window of the source device's memory: that memory is made in the
+ * thread pool too. */
+START_TEST(window_allocation_leaves_the_loop_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0");
+	struct creator c = {.d = &d, .size = 1}; /* to device 1 */
+	served_beside(b, move_big, &c, "create + to_client into a window + read");
 	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
 	stop_slow(&d, b, small);
 }
@@ -515,6 +548,7 @@ int main(void)
 	tcase_add_test(slow, big_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, exportable_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, to_client_allocation_leaves_the_loop_free);
+	tcase_add_test(slow, window_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
