@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device/device_details.h"
+#include "exec/copy_kernel.h"
 #include "common/log.h"
 
 static int type_rank(VkPhysicalDeviceType type)
@@ -133,6 +134,10 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 			ruda__pipeline_cache_saver_init(&slot->cache_saver, loop, d, &slot->pipelines,
 							cache_dir, cache_save_period_ms);
 		}
+		/* the device-local copy kernel is built now, before any client
+		 * is served: made at its first copy, the loop waited for the
+		 * driver's compile */
+		ruda__copy_kernel_get(d);
 		log_notice("device %u: %s (physical device %u, %u queue%s)", i, d->props.deviceName,
 			   physical[i], d->nqueues, d->nqueues == 1 ? "" : "s");
 	}
