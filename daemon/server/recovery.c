@@ -10,6 +10,7 @@
 #include "memory/arena.h"
 #include "device/device.h"
 #include "common/log.h"
+#include "exec/copy_kernel.h"
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
 #include "requests/collective.h"
@@ -211,6 +212,7 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	err = ruda__pipeline_registry_init(slot->pipelines, fresh, ctx->loop);
 	if (slot->cache_dir)
 		ruda__pipeline_cache_load(fresh, slot->cache_dir);
+	ruda__copy_kernel_get(fresh); /* as at start (device_set.c) */
 	if (slot->saver && slot->saver->dir) {
 		/* its timer keeps running: only what it saves changes */
 		slot->saver->device = fresh;
