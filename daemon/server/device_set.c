@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "device/device_details.h"
+#include "exec/combine.h"
 #include "exec/copy_kernel.h"
+#include "exec/indirect.h"
 #include "common/log.h"
 
 static int type_rank(VkPhysicalDeviceType type)
@@ -134,14 +136,20 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 			ruda__pipeline_cache_saver_init(&slot->cache_saver, loop, d, &slot->pipelines,
 							cache_dir, cache_save_period_ms);
 		}
-		/* the device-local copy kernel is built now, before any client
-		 * is served: made at its first copy, the loop waited for the
-		 * driver's compile */
-		ruda__copy_kernel_get(d);
+		ruda__device_build_own_kernels(d);
 		log_notice("device %u: %s (physical device %u, %u queue%s)", i, d->props.deviceName,
 			   physical[i], d->nqueues, d->nqueues == 1 ? "" : "s");
 	}
 	return 0;
+}
+
+void ruda__device_build_own_kernels(struct ruda_device *d)
+{
+	ruda__copy_kernel_get(d);
+	if (d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+		return;
+	ruda__indirect_get(d);
+	ruda__combine_get(d, NULL);
 }
 
 void ruda__device_set_close(struct ruda_device_set *set)

@@ -49,6 +49,12 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 /* Save caches, drop registries, destroy every device (their handles close
  * on the loop's next run). */
 void ruda__device_set_close(struct ruda_device_set *set);
+/* Build rudad's own kernels on a device just opened, before any client is
+ * served (made at their first use, the loop waited for the driver's
+ * compile): the copy kernel, and on a GPU the dynamic counts' clamp and the
+ * all-reduce combine. On a CPU device those two compile in LLVM, tens of
+ * ms each, and stay made at first use rather than at every start. */
+void ruda__device_build_own_kernels(struct ruda_device *device);
 /* Device `index` was re-created after a loss (daemon/server/recovery.c): give the
  * new one what rudad knew of the old (`old_copy`, taken before) and its
  * details. */

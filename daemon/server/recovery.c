@@ -10,13 +10,13 @@
 #include "memory/arena.h"
 #include "device/device.h"
 #include "common/log.h"
-#include "exec/copy_kernel.h"
 #include "exec/pipeline.h"
 #include "exec/pipeline_cache.h"
 #include "requests/collective.h"
 #include "requests/session.h"
 #include "requests/reply.h"
 #include "server/connection.h"
+#include "server/device_set.h"
 
 int ruda__recovery_close_sessions(struct ruda_session_context *ctx, uint32_t index)
 {
@@ -212,7 +212,7 @@ int ruda__device_recreate(struct ruda_session_context *ctx, uint32_t index,
 	err = ruda__pipeline_registry_init(slot->pipelines, fresh, ctx->loop);
 	if (slot->cache_dir)
 		ruda__pipeline_cache_load(fresh, slot->cache_dir);
-	ruda__copy_kernel_get(fresh); /* as at start (device_set.c) */
+	ruda__device_build_own_kernels(fresh);
 	if (slot->saver && slot->saver->dir) {
 		/* its timer keeps running: only what it saves changes */
 		slot->saver->device = fresh;
