@@ -499,15 +499,41 @@ START_TEST(full_heap_small_request_waits_in_the_pool)
 }
 END_TEST
 
-static int create_forever(ruda_client *c, void *arg)
+static ruda_client *forever_client;
+
+static void create_one_forever(void *user)
 {
-	(void)arg;
+	(void)user;
 	static uint8_t data[BIG];
 	ruda_handle h;
 	test_fork_ready();
-	ruda_client_create(c, data, BIG, &h); /* killed while rudad allocates */
+	ruda_client_create(forever_client, data, BIG, &h); /* killed while rudad allocates */
 	pause();
+}
+
+/* `arg` non-NULL: exportable memory (a dedicated window), made with its
+ * buffer */
+static int create_forever(ruda_client *c, void *arg)
+{
+	forever_client = c;
+	if (arg)
+		ruda_client_allocation_window(c, RUDA_ALLOCATION_DEDICATED, create_one_forever, NULL);
+	else
+		create_one_forever(NULL);
 	return 0;
+}
+
+/* rudad's fd count once it is `want` again, or after 5 s: freed memory
+ * goes in the thread pool (and lavapipe closes an exportable memory's fd
+ * with it), well before the 10 s that kept pages wait */
+static int fds_back_to(const struct test_daemon *d, int want)
+{
+	int n = test_count_fds(d->pid);
+	for (int i = 0; i < 50 && n != want; i++) {
+		usleep(100 * 1000);
+		n = test_count_fds(d->pid);
+	}
+	return n;
 }
 
 /* A client killed while its buffer's memory is being made leaves nothing
@@ -519,16 +545,37 @@ START_TEST(client_killed_while_its_memory_is_made)
 	ruda_handle small;
 	ruda_client *b = start_slow(&d, "after", &small);
 	int fds = test_settled_fds(d.pid);
-	for (int i = 0; i < 3; i++) {
-		pid_t child = test_fork_client(&d, "killed", create_forever, NULL);
+	ruda_memory_usage u0 = RUDA_MEMORY_USAGE_INIT;
+	ck_assert_int_eq(ruda_client_memory_usage(b, &u0), RUDA_OK);
+	uint64_t pages0 = u0.device_pages;
+	for (int i = 0; i < 4; i++) {
+		pid_t child = test_fork_client(&d, "killed", create_forever,
+					       i % 2 ? "exportable" : NULL);
 		usleep(200 * 1000); /* inside the 600 ms allocation */
 		test_kill(child);
 	}
+	/* what was made for the requests that never came back is kept for
+	 * the next buffers of its size (lavapipe holds an fd for each
+	 * exportable one) until given back: then nothing is left */
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
+	for (int i = 0; i < 100; i++) {
+		ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
+		if (u.device_pages >= pages0 + 4)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_uint_eq(u.device_pages, pages0 + 4); /* all four made, kept */
+	ck_assert_int_eq(ruda_client_memory_cleanup(b), RUDA_OK);
+	ck_assert_int_eq(fds_back_to(&d, fds), fds);
 	struct creator c = {.d = &d};
 	create_big(&c);
 	ck_assert(c.ok);
+	struct creator exported = {.d = &d};
+	create_big_dedicated(&exported);
+	ck_assert(exported.ok);
 	ck_assert(test_daemon_alive(&d));
-	ck_assert_int_eq(test_settled_fds(d.pid), fds);
+	ck_assert_int_eq(ruda_client_memory_cleanup(b), RUDA_OK);
+	ck_assert_int_eq(fds_back_to(&d, fds), fds);
 	stop_slow(&d, b, small);
 }
 END_TEST
