@@ -433,12 +433,26 @@ ruda_status ruda__memory_alloc_mode(struct ruda_memory *m, uint64_t size, uint64
 	return RUDA_OK;
 }
 
+/* A kept page made ahead for an exportable buffer of `buffer_size`. */
+static struct ruda_memory_page *find_exportable(const struct ruda_memory *m,
+						uint64_t buffer_size)
+{
+	for (struct ruda_memory_page *p = m->pages; p; p = p->next)
+		if (p->kept && p->buffer && p->buffer_size == buffer_size)
+			return p;
+	return NULL;
+}
+
+bool ruda__memory_exportable_kept(const struct ruda_memory *m, uint64_t buffer_size)
+{
+	return find_exportable(m, buffer_size) != NULL;
+}
+
 VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_size,
 				      struct ruda_allocation *out)
 {
-	for (struct ruda_memory_page *p = m->pages; p; p = p->next) {
-		if (!p->kept || !p->buffer || p->buffer_size != buffer_size)
-			continue;
+	struct ruda_memory_page *p = find_exportable(m, buffer_size);
+	if (p) {
 		VkBuffer buffer = p->buffer;
 		p->buffer = VK_NULL_HANDLE;
 		p->kept = 0;

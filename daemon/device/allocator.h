@@ -162,6 +162,8 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
  * it); VK_NULL_HANDLE when none waits. */
 VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_size,
 				      struct ruda_allocation *out);
+/* Whether ruda__memory_take_exportable(m, buffer_size, ...) finds one. */
+bool ruda__memory_exportable_kept(const struct ruda_memory *m, uint64_t buffer_size);
 /* Whether an allocation of about `size` bytes in `mode` would find room in
  * a shared page now (a hint, before ruda__memory_prepare's exact size). */
 bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode);

@@ -118,6 +118,8 @@ const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64
 	 * for exportable memory, which is dedicated to its buffer, the
 	 * buffer's own (the allocator keeps it with the memory) */
 	bool exportable = exportable_mode(d, mode);
+	if (exportable && ruda__memory_exportable_kept(&d->allocator, vk_size_of(size)))
+		return NULL; /* made ahead already, for a request that did not come back */
 	VkBuffer buffer = make_vk_buffer(d, vk_size_of(size), exportable);
 	if (!buffer)
 		return NULL;

@@ -523,6 +523,19 @@ static int create_forever(ruda_client *c, void *arg)
 	return 0;
 }
 
+/* The device's pages once they are `want`, or after 5 s. */
+static uint64_t pages_become(ruda_client *c, uint64_t want)
+{
+	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
+	for (int i = 0; i < 50; i++) {
+		ck_assert_int_eq(ruda_client_memory_usage(c, &u), RUDA_OK);
+		if (u.device_pages == want)
+			break;
+		usleep(100 * 1000);
+	}
+	return u.device_pages;
+}
+
 /* rudad's fd count once it is `want` again, or after 5 s: freed memory
  * goes in the thread pool (and lavapipe closes an exportable memory's fd
  * with it), well before the 10 s that kept pages wait */
@@ -557,14 +570,14 @@ START_TEST(client_killed_while_its_memory_is_made)
 	/* what was made for the requests that never came back is kept for
 	 * the next buffers of its size (lavapipe holds an fd for each
 	 * exportable one) until given back: then nothing is left */
-	ruda_memory_usage u = RUDA_MEMORY_USAGE_INIT;
-	for (int i = 0; i < 100; i++) {
-		ck_assert_int_eq(ruda_client_memory_usage(b, &u), RUDA_OK);
-		if (u.device_pages >= pages0 + 4)
-			break;
-		usleep(100 * 1000);
-	}
-	ck_assert_uint_eq(u.device_pages, pages0 + 4); /* all four made, kept */
+	ck_assert_uint_eq(pages_become(b, pages0 + 4), pages0 + 4); /* all four made, kept */
+	/* the next exportable buffer of that size takes one of them, rather
+	 * than have another made: once it is released (exported memory is
+	 * not kept), one fewer */
+	struct creator reuse = {.d = &d};
+	create_big_dedicated(&reuse);
+	ck_assert(reuse.ok);
+	ck_assert_uint_eq(pages_become(b, pages0 + 3), pages0 + 3);
 	ck_assert_int_eq(ruda_client_memory_cleanup(b), RUDA_OK);
 	ck_assert_int_eq(fds_back_to(&d, fds), fds);
 	struct creator c = {.d = &d};
