@@ -131,8 +131,11 @@ static int alloc_new(uint64_t size, uint32_t max_devices, struct ruda_host_stagi
 }
 
 /* Take a cached staging of `size` bytes (at most twice that) that `fits`. */
-static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices,
-					     struct ruda_device *const *devices, uint32_t n)
+/* The index of a kept staging for `size` bytes (at most about twice
+ * that) that at least `max_devices` may import and `devices` (n of them)
+ * have imported already, or -1. */
+static int find_cached(uint64_t size, uint32_t max_devices, struct ruda_device *const *devices,
+		       uint32_t n)
 {
 	uint64_t mapped = (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
 	for (unsigned i = cache.n; i-- > 0;) {
@@ -147,16 +150,30 @@ static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices
 					have++;
 					break;
 				}
-		if (have < n)
-			continue;
-		memmove(cache.entries + i, cache.entries + i + 1,
-			(cache.n - i - 1) * sizeof(cache.entries[0]));
-		cache.n--;
-		cache.bytes -= c->mapped;
-		c->size = size;
-		return c;
+		if (have == n)
+			return (int)i;
 	}
-	return NULL;
+	return -1;
+}
+
+static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices,
+					     struct ruda_device *const *devices, uint32_t n)
+{
+	int i = find_cached(size, max_devices, devices, n);
+	if (i < 0)
+		return NULL;
+	struct ruda_host_staging *c = cache.entries[i];
+	memmove(cache.entries + i, cache.entries + i + 1,
+		(cache.n - (unsigned)i - 1) * sizeof(cache.entries[0]));
+	cache.n--;
+	cache.bytes -= c->mapped;
+	c->size = size;
+	return c;
+}
+
+bool ruda__host_staging_kept(uint64_t size, struct ruda_device *const *devices, uint32_t n)
+{
+	return find_cached(size, n, devices, n) >= 0;
 }
 
 struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,

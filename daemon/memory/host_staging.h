@@ -9,6 +9,7 @@
 #ifndef RUDA_HOST_STAGING_H
 #define RUDA_HOST_STAGING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 #include <vulkan/vulkan.h>
@@ -33,6 +34,8 @@ struct ruda_host_staging {
 	struct ruda_host_import imports[];
 };
 
+/* Whether ruda__host_staging_cached(size, devices, n) would find one. */
+bool ruda__host_staging_kept(uint64_t size, struct ruda_device *const *devices, uint32_t n);
 /* A kept staging of `size` bytes imported into each of `devices` already,
  * or NULL: the loop never waits for an import this way. */
 struct ruda_host_staging *ruda__host_staging_cached(uint64_t size,

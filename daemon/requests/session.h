@@ -236,7 +236,8 @@ struct ruda_session {
 	struct ruda_arena *parked_on;
 	/* the device memory the parked request waits for, made in the thread
 	 * pool (buffers.c; cleared when it is ready), and whether the request
-	 * handed again has had its memory made (it allocates, not parks) */
+	 * handed again has had its memory made (it allocates, not parks; a
+	 * to_client between two GPUs may park twice: how many times) */
 	const struct ruda_memory_job *parked_for;
 	int memory_made;
 	struct ruda_session_usage usage;

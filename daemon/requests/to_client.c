@@ -321,22 +321,37 @@ static void try_lent_window(struct to_client_waiter *w, struct ruda_device *from
 		  (unsigned long long)window->size);
 }
 
-/* Whether the request parks while the thread pool makes the device memory
- * it needs most: the new buffer's on `to`, or between two logical devices
- * of one GPU the memory on `from` of a window not yet kept (lent as the
+/* Whether the request parks while the thread pool makes device memory it
+ * needs, having parked `made` times already: the new buffer's on `to`;
+ * between two GPUs then the buffer on `from` its bytes wait in while host
+ * staging is made (none kept); between two logical devices of one GPU
+ * instead the memory on `from` of a window not yet kept (lent as the
  * buffer, or the bytes moved through it; try_lent_window, try_window). */
 static bool park_for_memory(struct ruda_session *s, struct ruda_device *from,
-			    struct ruda_device *to, uint64_t packed)
+			    struct ruda_device *to, uint64_t packed, int made)
 {
-	if (from == to || !ruda__peer_possible(from, to, NULL))
-		return ruda__session_park_for_memory(s, to, packed ? packed : 1,
-						     RUDA_ALLOCATION_AUTO);
-	bool lend = !has_tail(packed) && packed >= LEND_MIN;
-	uint64_t chunk = ruda__peer_chunk();
-	uint64_t window = lend || packed <= 2 * chunk ? packed : 2 * chunk;
-	return !ruda__peer_window_kept(from, to, window) &&
-	       ruda__session_park_for_memory(s, from, ruda__peer_window_size(window),
-					     RUDA_ALLOCATION_DEDICATED);
+	uint64_t bytes = packed ? packed : 1;
+	bool parked;
+	if (from == to) {
+		parked = made < 1 && ruda__session_park_for_memory(s, to, bytes,
+								   RUDA_ALLOCATION_AUTO);
+	} else if (!ruda__peer_possible(from, to, NULL)) {
+		struct ruda_device *devices[2] = {from, to};
+		parked = (made < 1 &&
+			  ruda__session_park_for_memory(s, to, bytes, RUDA_ALLOCATION_AUTO)) ||
+			 (made < 2 && !ruda__host_staging_kept(packed, devices, 2) &&
+			  ruda__session_park_for_memory(s, from, bytes, RUDA_ALLOCATION_AUTO));
+	} else {
+		bool lend = !has_tail(packed) && packed >= LEND_MIN;
+		uint64_t chunk = ruda__peer_chunk();
+		uint64_t window = lend || packed <= 2 * chunk ? packed : 2 * chunk;
+		parked = made < 1 && !ruda__peer_window_kept(from, to, window) &&
+			 ruda__session_park_for_memory(s, from, ruda__peer_window_size(window),
+						       RUDA_ALLOCATION_DEDICATED);
+	}
+	if (parked)
+		s->memory_made = made + 1; /* the request comes back knowing it */
+	return parked;
 }
 
 /* The copy regions of the request, packed in row-major order from 0:
@@ -440,8 +455,9 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 {
 	uint64_t arrived = uv_hrtime();
 	const Ruda__ToClient *t = req->to_client;
-	/* handed again after its memory was made (below), whatever it meets */
-	bool memory_made = s->memory_made;
+	/* handed again after memory was made for it (below), whatever it
+	 * meets: how many times */
+	int memory_made = s->memory_made;
 	s->memory_made = 0;
 	struct ruda_session_context *ctx = s->ctx;
 	char why[256];
@@ -485,8 +501,8 @@ void ruda__handle_to_client(struct ruda_session *s, const Ruda__Request *req)
 	/* the new device memory is made in the thread pool, as a create's
 	 * is (the loop would wait for it, ~25 ms a GiB on an H200): the
 	 * request parks and comes again */
-	if (!memory_made && ruda__session_quota_allows(target, packed) &&
-	    park_for_memory(s, s->device, target->device, packed)) {
+	if (ruda__session_quota_allows(target, packed) &&
+	    park_for_memory(s, s->device, target->device, packed, memory_made)) {
 		free(regions);
 		return;
 	}

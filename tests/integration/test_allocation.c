@@ -154,11 +154,13 @@ END_TEST
 /* rudad with slow allocations, and a client whose first page is made
  * (slowly) before the case starts: it holds `small`. */
 static ruda_client *start_slow_on(struct test_daemon *d, const char *name, ruda_handle *small,
-				  const char *devices)
+				  const char *devices, const char *set)
 {
 	/* no quota: one case fills the device's heap */
-	const char *const args[] = {"--set", "max_memory_per_client=unlimited", "--set",
-				    "max_memory_per_uid=unlimited", "--device", devices, NULL};
+	const char *const args[] = {"--set",  "max_memory_per_client=unlimited",
+				    "--set",  "max_memory_per_uid=unlimited",
+				    "--device", devices,
+				    set ? "--set" : NULL, set, NULL};
 	setenv("RUDA_TEST_SLOW_ALLOCATION_MS", "600", 1);
 	test_daemon_start(d, args);
 	unsetenv("RUDA_TEST_SLOW_ALLOCATION_MS");
@@ -170,7 +172,7 @@ static ruda_client *start_slow_on(struct test_daemon *d, const char *name, ruda_
 
 static ruda_client *start_slow(struct test_daemon *d, const char *name, ruda_handle *small)
 {
-	return start_slow_on(d, name, small, "0");
+	return start_slow_on(d, name, small, "0", NULL);
 }
 
 static void stop_slow(struct test_daemon *d, ruda_client *c, ruda_handle small)
@@ -389,10 +391,27 @@ START_TEST(window_allocation_leaves_the_loop_free)
 {
 	struct test_daemon d;
 	ruda_handle small;
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0");
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", NULL);
 	struct creator c = {.d = &d, .size = 1}; /* to device 1 */
 	served_beside(b, move_big, &c, "create + to_client into a window + read");
 	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
+	stop_slow(&d, b, small);
+}
+END_TEST
+
+/* Where the devices cannot share memory (two GPUs; here two logical
+ * devices with export off) the bytes go through host staging, from a
+ * buffer on the source device: the request parks for that buffer's
+ * memory too, after the new buffer's. */
+START_TEST(staged_allocations_leave_the_loop_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", "export_memory=off");
+	struct creator c = {.d = &d, .size = 1}; /* to device 1 */
+	served_beside(b, move_big, &c, "create + to_client through host staging + read");
+	/* three slow allocations: the source, the new buffer, the staging's */
+	ck_assert(c.seconds >= 3 * SLOW_MS / 1000.0);
 	stop_slow(&d, b, small);
 }
 END_TEST
@@ -609,6 +628,7 @@ int main(void)
 	tcase_add_test(slow, exportable_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, to_client_allocation_leaves_the_loop_free);
 	tcase_add_test(slow, window_allocation_leaves_the_loop_free);
+	tcase_add_test(slow, staged_allocations_leave_the_loop_free);
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
