@@ -281,6 +281,31 @@ static VkResult allocate_memory(struct ruda_memory *m, const VkMemoryAllocateInf
 	return vkAllocateMemory(m->vk, info, NULL, memory);
 }
 
+/* `size` bytes of m's memory type; with `export_for` (else
+ * VK_NULL_HANDLE) exportable from the start (memory cannot become so
+ * later) and dedicated to that buffer: importers get the same allocation.
+ * Loop or thread pool. */
+static VkResult allocate_for(struct ruda_memory *m, uint64_t size, VkBuffer export_for,
+			     VkDeviceMemory *memory)
+{
+	VkMemoryDedicatedAllocateInfo for_buffer = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
+		.buffer = export_for,
+	};
+	VkExportMemoryAllocateInfo export = {
+		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+		.pNext = &for_buffer,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkMemoryAllocateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+		.pNext = export_for != VK_NULL_HANDLE ? &export : NULL,
+		.allocationSize = size,
+		.memoryTypeIndex = m->type,
+	};
+	return allocate_memory(m, &info, memory);
+}
+
 /* Put new page `p` (its memory, size and kind set) among m's pages; false
  * when out of memory (`p` is left to the caller, its ranges gone). */
 static bool page_insert(struct ruda_memory *m, struct ruda_memory_page *p)
@@ -311,26 +336,9 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 		free(p);
 		return NULL;
 	}
-	/* exportable from the start (memory cannot become so later), and
-	 * dedicated to its buffer: importers get the same allocation */
-	VkMemoryDedicatedAllocateInfo for_buffer = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
-		.buffer = export_for,
-	};
-	VkExportMemoryAllocateInfo export = {
-		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
-		.pNext = &for_buffer,
-		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-	};
-	VkMemoryAllocateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-		.pNext = export_for != VK_NULL_HANDLE ? &export : NULL,
-		.allocationSize = size,
-		.memoryTypeIndex = m->type,
-	};
-	VkResult res = allocate_memory(m, &info, &p->memory);
+	VkResult res = allocate_for(m, size, export_for, &p->memory);
 	if (res != VK_SUCCESS && (reclaim(m) | (release_kept(m) != 0) | wait_for_frees(m)))
-		res = allocate_memory(m, &info, &p->memory);
+		res = allocate_for(m, size, export_for, &p->memory);
 	if (res != VK_SUCCESS) {
 		free(p);
 		return NULL;
@@ -463,6 +471,43 @@ VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_siz
 	return VK_NULL_HANDLE;
 }
 
+VkBuffer ruda__memory_make_buffer(const struct ruda_memory *m, uint64_t size, bool exportable)
+{
+	VkExternalMemoryBufferCreateInfo external = {
+		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+	};
+	VkBufferCreateInfo info = {
+		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+		.pNext = exportable ? &external : NULL,
+		.size = size,
+		.usage = RUDA_BUFFER_USAGE,
+		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+	};
+	VkBuffer buffer;
+	return vkCreateBuffer(m->vk, &info, NULL, &buffer) == VK_SUCCESS ? buffer : VK_NULL_HANDLE;
+}
+
+ruda_status ruda__memory_buffer(struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode,
+				bool exportable, VkBuffer *buffer, struct ruda_allocation *out)
+{
+	*buffer = exportable ? ruda__memory_take_exportable(m, size, out) : VK_NULL_HANDLE;
+	if (*buffer)
+		return RUDA_OK;
+	*buffer = ruda__memory_make_buffer(m, size, exportable);
+	if (!*buffer)
+		return RUDA_ERROR_OUT_OF_MEMORY;
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(m->vk, *buffer, &req);
+	ruda_status st = ruda__memory_alloc_mode(m, req.size, req.alignment, mode,
+						 exportable ? *buffer : VK_NULL_HANDLE, out);
+	if (st != RUDA_OK) {
+		vkDestroyBuffer(m->vk, *buffer, NULL);
+		*buffer = VK_NULL_HANDLE;
+	}
+	return st;
+}
+
 /* ---- memory made ahead in the thread pool --------------------------------- */
 
 /* A page being allocated in the thread pool for an allocation to come. */
@@ -499,24 +544,8 @@ static void job_allocate(void *arg)
 		}
 		usleep(200);
 	}
-	/* as page_new allocates it (only the loop uses the buffer meanwhile:
-	 * the driver reads its handle, nothing more) */
-	VkMemoryDedicatedAllocateInfo for_buffer = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO,
-		.buffer = j->buffer,
-	};
-	VkExportMemoryAllocateInfo export = {
-		.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
-		.pNext = &for_buffer,
-		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-	};
-	VkMemoryAllocateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-		.pNext = j->buffer != VK_NULL_HANDLE ? &export : NULL,
-		.allocationSize = j->size,
-		.memoryTypeIndex = j->m->type,
-	};
-	if (allocate_memory(j->m, &info, &j->memory) != VK_SUCCESS)
+	/* nothing but the driver reads the buffer's handle meanwhile */
+	if (allocate_for(j->m, j->size, j->buffer, &j->memory) != VK_SUCCESS)
 		j->memory = VK_NULL_HANDLE;
 }
 

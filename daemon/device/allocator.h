@@ -164,6 +164,15 @@ VkBuffer ruda__memory_take_exportable(struct ruda_memory *m, uint64_t buffer_siz
 				      struct ruda_allocation *out);
 /* Whether ruda__memory_take_exportable(m, buffer_size, ...) finds one. */
 bool ruda__memory_exportable_kept(const struct ruda_memory *m, uint64_t buffer_size);
+/* A VkBuffer of `size` bytes as rudad makes them (RUDA_BUFFER_USAGE); an
+ * exportable one says so at creation. VK_NULL_HANDLE when refused. */
+VkBuffer ruda__memory_make_buffer(const struct ruda_memory *m, uint64_t size, bool exportable);
+/* A buffer of create size `size` in *buffer with its memory in `out`, yet
+ * to be bound: an exportable one made ahead (ruda__memory_take_exportable),
+ * else made now, its memory allocated in `mode` (dedicated to it when
+ * exportable). RUDA_OK, or the error with nothing left made. */
+ruda_status ruda__memory_buffer(struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode,
+				bool exportable, VkBuffer *buffer, struct ruda_allocation *out);
 /* Whether an allocation of about `size` bytes in `mode` would find room in
  * a shared page now (a hint, before ruda__memory_prepare's exact size). */
 bool ruda__memory_at_hand(const struct ruda_memory *m, uint64_t size, ruda_allocation_mode mode);

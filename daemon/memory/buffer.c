@@ -81,25 +81,6 @@ ruda_status ruda__buffer_create(struct ruda_device *d, uint64_t size, struct rud
 	return ruda__buffer_create_mode(d, size, RUDA_ALLOCATION_AUTO, out);
 }
 
-/* A VkBuffer of `vk_size` bytes as rudad makes them; exportable ones
- * say so at creation (their memory is then dedicated to them). */
-static VkBuffer make_vk_buffer(struct ruda_device *d, uint64_t vk_size, bool exportable)
-{
-	VkExternalMemoryBufferCreateInfo external = {
-		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
-		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-	};
-	VkBufferCreateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.pNext = exportable ? &external : NULL,
-		.size = vk_size,
-		.usage = RUDA_BUFFER_USAGE,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
-	VkBuffer buffer;
-	return vkCreateBuffer(d->vk, &info, NULL, &buffer) == VK_SUCCESS ? buffer : VK_NULL_HANDLE;
-}
-
 static bool exportable_mode(const struct ruda_device *d, int mode)
 {
 	return mode == RUDA_ALLOCATION_DEDICATED && d->get_memory_fd;
@@ -120,7 +101,7 @@ const struct ruda_memory_job *ruda__buffer_prepare(struct ruda_device *d, uint64
 	bool exportable = exportable_mode(d, mode);
 	if (exportable && ruda__memory_exportable_kept(&d->allocator, vk_size_of(size)))
 		return NULL; /* made ahead already, for a request that did not come back */
-	VkBuffer buffer = make_vk_buffer(d, vk_size_of(size), exportable);
+	VkBuffer buffer = ruda__memory_make_buffer(&d->allocator, vk_size_of(size), exportable);
 	if (!buffer)
 		return NULL;
 	VkMemoryRequirements req;
@@ -149,28 +130,15 @@ ruda_status ruda__buffer_create_mode(struct ruda_device *d, uint64_t size, int m
 	uint64_t vk_size = vk_size_of(size);
 	/* an exportable buffer whose memory the thread pool made ahead
 	 * (ruda__buffer_prepare) comes with it */
-	b->vk = exportable ? ruda__memory_take_exportable(&d->allocator, vk_size, &b->memory)
-			   : VK_NULL_HANDLE;
-	ruda_status st = RUDA_OK;
-	if (!b->vk) {
-		b->vk = make_vk_buffer(d, vk_size, exportable);
-		if (!b->vk) {
-			free(b);
-			return RUDA_ERROR_OUT_OF_MEMORY;
-		}
-		VkMemoryRequirements req;
-		vkGetBufferMemoryRequirements(d->vk, b->vk, &req);
-		st = ruda__memory_alloc_mode(&d->allocator, req.size, req.alignment,
-					     (ruda_allocation_mode)mode,
-					     exportable ? b->vk : VK_NULL_HANDLE, &b->memory);
-	}
+	ruda_status st = ruda__memory_buffer(&d->allocator, vk_size, (ruda_allocation_mode)mode,
+					     exportable, &b->vk, &b->memory);
 	if (st == RUDA_OK &&
 	    vkBindBufferMemory(d->vk, b->vk, b->memory.memory, b->memory.offset) != VK_SUCCESS) {
 		ruda__memory_free(&d->allocator, &b->memory);
+		vkDestroyBuffer(d->vk, b->vk, NULL);
 		st = RUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (st != RUDA_OK) {
-		vkDestroyBuffer(d->vk, b->vk, NULL);
 		free(b);
 		log_debug("device %u: allocation of %llu bytes failed: %s", d->index,
 			  (unsigned long long)size, ruda_strerror(st));

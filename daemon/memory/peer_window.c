@@ -232,38 +232,14 @@ uint64_t ruda__peer_window_bytes(uint32_t *count)
 	return cache.live_bytes;
 }
 
-static VkResult make_buffer(struct ruda_device *d, uint64_t size, VkBuffer *out)
-{
-	VkExternalMemoryBufferCreateInfo external = {
-		.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
-		.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
-	};
-	VkBufferCreateInfo info = {
-		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-		.pNext = &external,
-		.size = size,
-		.usage = RUDA_BUFFER_USAGE,
-		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-	};
-	return vkCreateBuffer(d->vk, &info, NULL, out);
-}
-
 /* The exporting half: a buffer on `from` with memory of its own, made
  * ahead in the thread pool (an exportable buffer of the window's size,
  * ruda__buffer_prepare) or here. */
 static int make_home(struct ruda_peer_window *w, struct ruda_device *from)
 {
-	w->from.buffer = ruda__memory_take_exportable(&from->allocator, w->size, &w->memory);
-	if (!w->from.buffer) {
-		if (make_buffer(from, w->size, &w->from.buffer) != VK_SUCCESS)
-			return -ENOMEM;
-		VkMemoryRequirements req;
-		vkGetBufferMemoryRequirements(from->vk, w->from.buffer, &req);
-		if (ruda__memory_alloc_mode(&from->allocator, req.size, req.alignment,
-					    RUDA_ALLOCATION_DEDICATED, w->from.buffer,
-					    &w->memory) != RUDA_OK)
-			return -ENOMEM;
-	}
+	if (ruda__memory_buffer(&from->allocator, w->size, RUDA_ALLOCATION_DEDICATED, true,
+				&w->from.buffer, &w->memory) != RUDA_OK)
+		return -ENOMEM;
 	if (vkBindBufferMemory(from->vk, w->from.buffer, w->memory.memory, w->memory.offset) !=
 	    VK_SUCCESS)
 		return -EIO;
@@ -282,7 +258,8 @@ static int import_into(struct ruda_peer_window *w, struct ruda_device *from,
 	int fd = -1;
 	if (from->get_memory_fd(from->vk, &get, &fd) != VK_SUCCESS || fd < 0)
 		return -EIO;
-	if (make_buffer(to, w->size, &w->to.buffer) != VK_SUCCESS) {
+	w->to.buffer = ruda__memory_make_buffer(&to->allocator, w->size, true);
+	if (!w->to.buffer) {
 		close(fd);
 		return -ENOMEM;
 	}
