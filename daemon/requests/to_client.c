@@ -265,6 +265,14 @@ static void tmp_for_window_done(struct ruda_waiter *base, int status)
 	waiter_free(w);
 }
 
+/* The bytes of the window `packed` bytes move through: theirs, or two
+ * chunks when they are more. */
+static uint64_t moving_window(uint64_t packed)
+{
+	uint64_t chunk = ruda__peer_chunk();
+	return packed <= 2 * chunk ? packed : 2 * chunk;
+}
+
 /* Two logical devices of one physical device: a window of the source's
  * memory lent to the target, of the bytes' size or (more bytes than a
  * window holds) two chunks, the bytes then waiting in tmp. On no window
@@ -273,11 +281,9 @@ static ruda_status try_window(struct to_client_waiter *w, struct ruda_device *fr
 			      struct ruda_device *to, uint64_t packed)
 {
 	const char *why = NULL;
-	uint64_t chunk = ruda__peer_chunk();
 	int err = -ENOTSUP;
 	if (ruda__peer_possible(from, to, &why))
-		err = ruda__peer_window_get(from, to, packed <= 2 * chunk ? packed : 2 * chunk,
-					    &w->window);
+		err = ruda__peer_window_get(from, to, moving_window(packed), &w->window);
 	if (err < 0) {
 		log_debug("to_client %llu bytes, device %u -> %u: through host staging (%s)",
 			  (unsigned long long)packed, from->index, to->index,
@@ -298,6 +304,13 @@ static ruda_status try_window(struct to_client_waiter *w, struct ruda_device *fr
  * share pages (drivers bound the count of allocations). */
 #define LEND_MIN (1ull << 20)
 
+/* Whether `packed` bytes between two logical devices of one GPU become a
+ * window lent as the new buffer: at least LEND_MIN whole words. */
+static bool lends(uint64_t packed)
+{
+	return !has_tail(packed) && packed >= LEND_MIN;
+}
+
 /* Two logical devices of one physical device, and at least LEND_MIN whole
  * words: the new buffer is a window of the source's memory lent to the
  * target, so one device copy on the source's stream fills it and nothing
@@ -308,8 +321,7 @@ static void try_lent_window(struct to_client_waiter *w, struct ruda_device *from
 			    struct ruda_device *to, uint64_t packed)
 {
 	struct ruda_peer_window *window;
-	if (has_tail(packed) || packed < LEND_MIN ||
-	    !ruda__peer_possible(from, to, NULL) ||
+	if (!lends(packed) || !ruda__peer_possible(from, to, NULL) ||
 	    ruda__peer_window_get(from, to, packed, &window) < 0)
 		return;
 	if (ruda__buffer_from_window(window, packed, &w->dst) != RUDA_OK) {
@@ -342,9 +354,7 @@ static bool park_for_memory(struct ruda_session *s, struct ruda_device *from,
 			 (made < 2 && !ruda__host_staging_kept(packed, devices, 2) &&
 			  ruda__session_park_for_memory(s, from, bytes, RUDA_ALLOCATION_AUTO));
 	} else {
-		bool lend = !has_tail(packed) && packed >= LEND_MIN;
-		uint64_t chunk = ruda__peer_chunk();
-		uint64_t window = lend || packed <= 2 * chunk ? packed : 2 * chunk;
+		uint64_t window = lends(packed) ? packed : moving_window(packed);
 		parked = made < 1 && !ruda__peer_window_kept(from, to, window) &&
 			 ruda__session_park_for_memory(s, from, ruda__peer_window_size(window),
 						       RUDA_ALLOCATION_DEDICATED);
