@@ -191,6 +191,7 @@ struct creator {
 	ruda_client *client;
 	uint64_t size;
 	ruda_handle made;
+	uint32_t to_device; /* move_big: the device of the client it moves to */
 };
 
 /* A client that creates a big buffer from data and reads it back. */
@@ -352,7 +353,7 @@ static ruda_client *connect_to_device(const struct test_daemon *d, uint32_t inde
 static void *move_big(void *arg)
 {
 	struct creator *c = arg;
-	ruda_client *a = connect_to_device(c->d, 0), *to = connect_to_device(c->d, c->size ? 1 : 0);
+	ruda_client *a = connect_to_device(c->d, 0), *to = connect_to_device(c->d, c->to_device);
 	uint8_t *data = malloc(BIG), *back = malloc(BIG);
 	test_fill_random(data, BIG, 13);
 	double t0 = test_now();
@@ -369,18 +370,27 @@ static void *move_big(void *arg)
 	return NULL;
 }
 
-/* to_client's new buffer gets its memory in the thread pool too: the
- * request waits for it, the other clients do not. */
-START_TEST(to_client_allocation_leaves_the_loop_free)
+/* On rudad with slow allocations over `devices` (--set `set`, or none),
+ * move_big to a client of device `to_device`, beside another client's round
+ * trips; `slow` allocations were made, none of them on the loop. */
+static void moved_beside(const char *devices, const char *set, uint32_t to_device,
+			 const char *what, int slow)
 {
 	struct test_daemon d;
 	ruda_handle small;
-	ruda_client *b = start_slow(&d, "round trips", &small);
-	struct creator c = {.d = &d};
-	served_beside(b, move_big, &c, "create + to_client + read");
-	/* two slow allocations: the source's and the new buffer's */
-	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
+	ruda_client *b = start_slow_on(&d, "round trips", &small, devices, set);
+	struct creator c = {.d = &d, .to_device = to_device};
+	served_beside(b, move_big, &c, what);
+	ck_assert(c.seconds >= slow * SLOW_MS / 1000.0);
 	stop_slow(&d, b, small);
+}
+
+/* to_client's new buffer gets its memory in the thread pool too: the
+ * request waits for it, the other clients do not. Two slow allocations:
+ * the source's and the new buffer's. */
+START_TEST(to_client_allocation_leaves_the_loop_free)
+{
+	moved_beside("0", NULL, 0, "create + to_client + read", 2);
 }
 END_TEST
 
@@ -389,30 +399,19 @@ END_TEST
  * thread pool too. */
 START_TEST(window_allocation_leaves_the_loop_free)
 {
-	struct test_daemon d;
-	ruda_handle small;
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", NULL);
-	struct creator c = {.d = &d, .size = 1}; /* to device 1 */
-	served_beside(b, move_big, &c, "create + to_client into a window + read");
-	ck_assert(c.seconds >= 2 * SLOW_MS / 1000.0);
-	stop_slow(&d, b, small);
+	moved_beside("0,0", NULL, 1, "create + to_client into a window + read", 2);
 }
 END_TEST
 
 /* Where the devices cannot share memory (two GPUs; here two logical
  * devices with export off) the bytes go through host staging, from a
  * buffer on the source device: the request parks for that buffer's
- * memory too, after the new buffer's. */
+ * memory too, after the new buffer's. Three slow allocations: the source,
+ * the new buffer, the staging's. */
 START_TEST(staged_allocations_leave_the_loop_free)
 {
-	struct test_daemon d;
-	ruda_handle small;
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", "export_memory=off");
-	struct creator c = {.d = &d, .size = 1}; /* to device 1 */
-	served_beside(b, move_big, &c, "create + to_client through host staging + read");
-	/* three slow allocations: the source, the new buffer, the staging's */
-	ck_assert(c.seconds >= 3 * SLOW_MS / 1000.0);
-	stop_slow(&d, b, small);
+	moved_beside("0,0", "export_memory=off", 1,
+		     "create + to_client through host staging + read", 3);
 }
 END_TEST
 
