@@ -37,15 +37,14 @@ static struct ruda_indirect *create(struct ruda_device *d)
 		.binding_count = 2,
 		.push_constant_size = 16,
 	};
-	/* a one-instruction kernel: compiled on the loop, once per device */
-	if (ruda__pipeline_build(d->vk, d->pipeline_cache, &clamp, &in->clamp) != VK_SUCCESS ||
-	    ruda__buffer_create(d, in->slot * d->nqueues, &in->counts) != RUDA_OK)
-		goto fail;
+	/* a one-instruction kernel, compiled once per device when it opens */
+	if (ruda__pipeline_build(d->vk, d->pipeline_cache, &clamp, &in->clamp) != VK_SUCCESS) {
+		log_error("device %u: cannot make the kernel that clamps dynamic counts",
+			  d->index);
+		indirect_destroy(d, in);
+		return NULL;
+	}
 	return in;
-fail:
-	log_error("device %u: cannot make the kernel that clamps dynamic counts", d->index);
-	indirect_destroy(d, in);
-	return NULL;
 }
 
 /* Its device is going (idle): nothing runs that uses it. */
@@ -57,7 +56,7 @@ static void device_gone(struct ruda_device_listener *l, struct ruda_device *d)
 	indirect_destroy(d, in);
 }
 
-struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
+struct ruda_indirect *ruda__indirect_build(struct ruda_device *d)
 {
 	if (!d->indirect) {
 		d->indirect = create(d);
@@ -67,6 +66,20 @@ struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
 		}
 	}
 	return d->indirect;
+}
+
+struct ruda_indirect *ruda__indirect_get(struct ruda_device *d)
+{
+	struct ruda_indirect *in = ruda__indirect_build(d);
+	/* the slots' buffer waits for the first launch that needs it: made at
+	 * open, it would hold a page and count as buffer bytes on an idle
+	 * daemon; a few hundred bytes from a shared page cost microseconds */
+	if (in && !in->counts &&
+	    ruda__buffer_create(d, in->slot * d->nqueues, &in->counts) != RUDA_OK) {
+		log_error("device %u: no memory for the clamped dynamic counts", d->index);
+		return NULL;
+	}
+	return in;
 }
 
 uint64_t ruda__indirect_slot(const struct ruda_indirect *in, uint32_t queue)

@@ -28,8 +28,12 @@ struct ruda_indirect {
 	struct ruda_device_listener device_gone; /* tears it down with its device */
 };
 
-/* The device's indirect machinery, made on first use; NULL when it cannot
- * be made. It goes with the device (a destroy listener). */
+/* The device's clamp kernel, built once (rudad builds it when a GPU
+ * opens); NULL when it cannot be made. It goes with the device (a destroy
+ * listener). */
+struct ruda_indirect *ruda__indirect_build(struct ruda_device *device);
+/* The kernel and its counts buffer, the buffer made on first use; NULL when
+ * either cannot be made. */
 struct ruda_indirect *ruda__indirect_get(struct ruda_device *device);
 
 /* Record the clamp of the counts at byte `offset` of `src` (validated: a

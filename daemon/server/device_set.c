@@ -148,7 +148,7 @@ void ruda__device_build_own_kernels(struct ruda_device *d)
 	ruda__copy_kernel_get(d);
 	if (d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
 		return;
-	ruda__indirect_get(d);
+	ruda__indirect_build(d);
 	ruda__combine_get(d, NULL);
 }
 
