@@ -93,6 +93,8 @@ int ruda__memory_init(struct ruda_memory *m, const struct ruda_memory_device *d,
 	m->keep_for_ns = RUDA_FREED_MEMORY_KEEP_MS * 1000000ull;
 	const char *slow = getenv("RUDA_TEST_SLOW_ALLOCATION_MS");
 	m->slow_ms = slow ? (uint32_t)strtoul(slow, NULL, 10) : 0;
+	const char *driver = getenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	m->driver_heap_bytes = driver ? strtoull(driver, NULL, 10) : 0;
 	m->budget = d->heap_budgets ? &d->heap_budgets[heap] : &m->own;
 	m->budget_next = m->budget->members;
 	m->budget->members = m;
@@ -111,12 +113,19 @@ struct page_release {
 	uint64_t size;
 };
 
+/* Loop or thread pool. */
+static void free_memory(struct ruda_memory *m, VkDeviceMemory memory, uint64_t size)
+{
+	vkFreeMemory(m->vk, memory, NULL);
+	atomic_fetch_sub(&m->budget->driver_bytes, size);
+}
+
 static void page_release(void *arg)
 {
 	struct page_release *r = arg;
 	if (r->m->slow_ms && r->size >= RUDA_MEMORY_OFF_LOOP_BYTES)
 		usleep(r->m->slow_ms * 1000u);
-	vkFreeMemory(r->m->vk, r->memory, NULL);
+	free_memory(r->m, r->memory, r->size);
 	atomic_fetch_sub(&r->m->budget->held, r->size);
 	atomic_fetch_sub(&r->m->freeing, r->size);
 	free(r);
@@ -135,7 +144,7 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 		atomic_fetch_add(&m->freeing, p->size);
 		ruda__deferred_free_run(m->frees, page_release, r);
 	} else {
-		vkFreeMemory(m->vk, p->memory, NULL);
+		free_memory(m, p->memory, p->size);
 		atomic_fetch_sub(&m->budget->held, p->size);
 	}
 	m->stats.pages--;
@@ -278,7 +287,13 @@ static VkResult allocate_memory(struct ruda_memory *m, const VkMemoryAllocateInf
 {
 	if (m->slow_ms && info->allocationSize >= RUDA_MEMORY_OFF_LOOP_BYTES)
 		usleep(m->slow_ms * 1000u);
-	return vkAllocateMemory(m->vk, info, NULL, memory);
+	if (m->driver_heap_bytes && atomic_load(&m->budget->driver_bytes) +
+					    info->allocationSize > m->driver_heap_bytes)
+		return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	VkResult res = vkAllocateMemory(m->vk, info, NULL, memory);
+	if (res == VK_SUCCESS)
+		atomic_fetch_add(&m->budget->driver_bytes, info->allocationSize);
+	return res;
 }
 
 /* `size` bytes of m's memory type; with `export_for` (else
@@ -347,7 +362,7 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	p->dedicated = dedicated;
 	p->exportable = export_for != VK_NULL_HANDLE;
 	if (!page_insert(m, p)) {
-		vkFreeMemory(m->vk, p->memory, NULL);
+		free_memory(m, p->memory, size);
 		free(p);
 		return NULL;
 	}
@@ -545,7 +560,15 @@ static void job_allocate(void *arg)
 		usleep(200);
 	}
 	/* nothing but the driver reads the buffer's handle meanwhile */
-	if (allocate_for(j->m, j->size, j->buffer, &j->memory) != VK_SUCCESS)
+	VkResult res = allocate_for(j->m, j->size, j->buffer, &j->memory);
+	/* a driver may refuse before rudad's count of the heap is reached
+	 * (NVIDIA does), while the frees queued before this job still hold
+	 * memory: wait for them here, where the loop does not wait */
+	if (res != VK_SUCCESS && atomic_load(&j->m->freeing)) {
+		ruda__deferred_free_wait_zero(j->m->frees, &j->m->freeing);
+		res = allocate_for(j->m, j->size, j->buffer, &j->memory);
+	}
+	if (res != VK_SUCCESS)
 		j->memory = VK_NULL_HANDLE;
 }
 
@@ -584,7 +607,7 @@ static void job_done(void *arg)
 		if (j->buffer)
 			vkDestroyBuffer(m->vk, j->buffer, NULL);
 		if (j->memory)
-			vkFreeMemory(m->vk, j->memory, NULL);
+			free_memory(m, j->memory, j->size);
 		atomic_fetch_sub(&m->budget->held, j->size);
 	}
 	j->ready(j->data, j);
@@ -604,7 +627,7 @@ static void jobs_orphan(struct ruda_memory *m)
 		if (j->buffer)
 			vkDestroyBuffer(m->vk, j->buffer, NULL);
 		if (j->memory)
-			vkFreeMemory(m->vk, j->memory, NULL);
+			free_memory(m, j->memory, j->size);
 		atomic_fetch_sub(&m->budget->held, j->size);
 		j->m = NULL;
 	}
@@ -641,10 +664,12 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	uint64_t reserved = export_for ? size : align_up(size ? size : 1, m->alignment);
 	int dedicated = reserved > m->max_shared || mode == RUDA_ALLOCATION_DEDICATED;
 	uint64_t bytes = dedicated ? reserved : m->page_size;
-	/* little memory is made on the loop, unless the heap is full: then
-	 * it may have to wait for frees under way, which the loop must not */
+	/* little memory is made on the loop, unless the heap is full or
+	 * frees are under way: a driver may refuse it until they end, and the
+	 * loop must not wait for them */
 	bool little = bytes < RUDA_MEMORY_OFF_LOOP_BYTES;
-	if (little && heap_has_room(m, bytes))
+	bool freeing = atomic_load(&m->freeing) != 0;
+	if (little && !freeing && heap_has_room(m, bytes))
 		return NULL;
 	if (dedicated) {
 		if (!export_for && find_kept(m, reserved))
@@ -662,7 +687,7 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	 * frees under way will make room, the pool waits for them rather than
 	 * the loop */
 	bool after_frees = !make_room(m, bytes);
-	if ((little && !after_frees) || (after_frees && !room_once_freed(m, bytes)))
+	if ((little && !after_frees && !freeing) || (after_frees && !room_once_freed(m, bytes)))
 		return NULL; /* the loop's path allocates, or answers */
 	struct ruda_memory_job *j = malloc(sizeof(*j));
 	if (!j)

@@ -60,6 +60,10 @@ struct ruda_heap_budget {
 	 * in the thread pool (the driver still has them); raised on the loop
 	 * only, lowered by the pool too */
 	_Atomic uint64_t held;
+	/* bytes the driver has given its allocators and not yet taken back
+	 * (`held` counts a job's bytes before they are made): what the
+	 * RUDA_TEST_DRIVER_HEAP_BYTES stand-in compares with */
+	_Atomic uint64_t driver_bytes;
 	struct ruda_memory *members; /* its allocators (loop thread) */
 };
 
@@ -100,6 +104,9 @@ struct ruda_memory {
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 	struct ruda_memory_job *jobs; /* pages being allocated in the pool */
 	uint32_t slow_ms; /* RUDA_TEST_SLOW_ALLOCATION_MS: tests' stand-in for a slow driver */
+	/* RUDA_TEST_DRIVER_HEAP_BYTES: tests' stand-in for a driver that
+	 * refuses memory before the heap's size is reached (NVIDIA does) */
+	uint64_t driver_heap_bytes;
 };
 
 /* Memory a layer above keeps for reuse on the heaps (the shared windows'

@@ -517,6 +517,36 @@ START_TEST(full_heap_small_request_waits_in_the_pool)
 }
 END_TEST
 
+/* A driver that refuses memory before rudad's count of the heap is
+ * reached (NVIDIA does: seen on an H100; RUDA_TEST_DRIVER_HEAP_BYTES stands
+ * in for it here): after a release whose free takes 600 ms in the pool, a
+ * 12 MiB buffer that fits rudad's count waits in the pool for that free,
+ * and is made. The loop used to wait for it. */
+START_TEST(driver_refusal_waits_in_the_pool)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
+	/* freed pages not kept: the release is a free */
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0", "freed_memory_keep_ms=0");
+	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	ruda_client *a = test_connect(&d, "fills what the driver gives");
+	ruda_handle fill[MAX_FILL];
+	int n = 0;
+	for (uint64_t size = 384 * MiB; size >= MiB; size /= 2)
+		while (n < MAX_FILL && ruda_client_try_empty(a, size, &fill[n]) == RUDA_OK)
+			n++;
+	ck_assert_int_ge(n, 2);
+	ck_assert_int_lt(n, MAX_FILL);
+	ruda_handle none;
+	ck_assert_int_eq(ruda_client_try_empty(a, 12 * MiB, &none), RUDA_ERROR_OUT_OF_MEMORY);
+	/* the first, 384 MiB, is freed in 600 ms */
+	ruda_client_release(a, fill[0]);
+	fill[0] = fill[--n];
+	made_after_the_free(&d, b, small, a, fill, n, 12 * MiB);
+}
+END_TEST
+
 static ruda_client *forever_client;
 
 static void create_one_forever(void *user)
@@ -631,6 +661,7 @@ int main(void)
 	tcase_add_test(slow, client_killed_while_its_memory_is_made);
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
+	tcase_add_test(slow, driver_refusal_waits_in_the_pool);
 	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
