@@ -132,13 +132,15 @@ static void run_ctl_full(struct ctl_run *r, int who, const char *socket, const c
 
 static void expect_ok(const struct ctl_run *r, const char *what)
 {
-	ck_assert_msg(r->rc == 0, "rudactl %s: exit %d\nstdout: %s\nstderr: %s", what, r->rc, r->out,
-		      r->err);
+	ck_assert_msg(r->rc == 0, "rudactl %s: exit %d\nstdout: %.2000s\nstderr: %.1000s", what,
+		      r->rc, r->out, r->err);
 }
 
 static void expect_in(const char *text, const char *needle)
 {
-	ck_assert_msg(strstr(text, needle) != NULL, "expected \"%s\" in:\n%s", needle, text);
+	/* Check refuses (exit 2) a failure message past its 4 KiB */
+	ck_assert_msg(strstr(text, needle) != NULL, "expected \"%.300s\" in:\n%.3000s", needle,
+		      text);
 }
 
 /* ---- a tiny JSON checker ------------------------------------------------------ */
