@@ -180,6 +180,15 @@ static int query_physical(const struct ruda_vulkan *vk, struct ruda_device *d,
 		if (family < 0 || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
 			family = (int)i;
 	}
+	/* RUDA_QUEUE_FAMILY=i in rudad's environment takes family i, to
+	 * compare them: NVIDIA's driver of 2026-12 has 16 queues in its
+	 * graphics family and 8 in the compute-only one */
+	const char *forced = getenv("RUDA_QUEUE_FAMILY");
+	if (forced && *forced) {
+		uint32_t i = (uint32_t)strtoul(forced, NULL, 10);
+		if (i < nfamilies && (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT))
+			family = (int)i;
+	}
 	if (family < 0) {
 		log_error("device %s: no compute queue", d->props.deviceName);
 		return -ENOTSUP;

@@ -137,8 +137,9 @@ int ruda__device_set_open(struct ruda_device_set *set, struct ruda_vulkan *vk,
 							cache_dir, cache_save_period_ms);
 		}
 		ruda__device_build_own_kernels(d);
-		log_notice("device %u: %s (physical device %u, %u queue%s)", i, d->props.deviceName,
-			   physical[i], d->nqueues, d->nqueues == 1 ? "" : "s");
+		log_notice("device %u: %s (physical device %u, %u queue%s of family %u)", i,
+			   d->props.deviceName, physical[i], d->nqueues, d->nqueues == 1 ? "" : "s",
+			   d->queue_family);
 	}
 	return 0;
 }
