@@ -415,6 +415,63 @@ START_TEST(staged_allocations_leave_the_loop_free)
 }
 END_TEST
 
+/* Two clients, on devices 0 and 1, sum BIG bytes of u32 in an
+ * all-reduce, each read back and checked. */
+static void *reduce_big(void *arg)
+{
+	struct creator *c = arg;
+	enum { MEMBERS = 2 };
+	size_t count = BIG / 4;
+	ruda_client *m[MEMBERS];
+	ruda_device_id ids[MEMBERS];
+	ruda_handle src[MEMBERS], dst[MEMBERS];
+	uint32_t *in[MEMBERS], *back = malloc(BIG);
+	double t0 = test_now();
+	c->ok = 1;
+	for (int j = 0; j < MEMBERS; j++) {
+		m[j] = connect_to_device(c->d, (uint32_t)j);
+		ids[j] = ruda_client_device_id(m[j]);
+		in[j] = malloc(BIG);
+		test_fill_random(in[j], BIG, 21 + j);
+		c->ok &= ruda_client_create(m[j], in[j], BIG, &src[j]) == RUDA_OK &&
+			 ruda_client_empty(m[j], BIG, &dst[j]) == RUDA_OK;
+	}
+	for (int j = 0; j < MEMBERS; j++)
+		c->ok &= ruda_client_all_reduce(m[j], src[j], dst[j], RUDA_ELEM_U32, ids, MEMBERS,
+						RUDA_REDUCE_SUM) == RUDA_OK;
+	for (int j = 0; j < MEMBERS; j++)
+		c->ok &= ruda_client_sync_collective(m[j]) == RUDA_OK;
+	for (int j = 0; c->ok && j < MEMBERS; j++) {
+		c->ok = ruda_client_read_one(m[j], dst[j], back) == RUDA_OK;
+		for (size_t i = 0; c->ok && i < count; i++)
+			c->ok = back[i] == in[0][i] + in[1][i];
+	}
+	c->seconds = test_now() - t0;
+	for (int j = 0; j < MEMBERS; j++) {
+		ruda_client_close(m[j]);
+		free(in[j]);
+	}
+	free(back);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* An all-reduce whose staging is still being made keeps each src in a
+ * buffer of rudad's meanwhile: that buffer's memory is made in the thread
+ * pool too (the call parks for it), not on the loop. Two logical devices,
+ * export off: the host staging path. Six slow allocations: two srcs, two
+ * dsts, two of those buffers. */
+START_TEST(all_reduce_allocation_leaves_the_loop_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", "export_memory=off");
+	struct creator c = {.d = &d};
+	served_beside(b, reduce_big, &c, "2 x (create + empty) + all_reduce + read");
+	stop_slow(&d, b, small);
+}
+END_TEST
+
 static void *try_empty_in_full_heap(void *arg)
 {
 	struct creator *c = arg;
@@ -662,6 +719,7 @@ int main(void)
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
 	tcase_add_test(slow, driver_refusal_waits_in_the_pool);
+	tcase_add_test(slow, all_reduce_allocation_leaves_the_loop_free);
 	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
