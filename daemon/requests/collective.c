@@ -375,6 +375,18 @@ static struct collective_op *op_new(struct ruda_session *s, const Ruda__AllReduc
 	return op;
 }
 
+/* The queued op a call of device `mine` joins (the oldest it has not
+ * arrived at; NULL: a new one), and its part there in *part. */
+static struct collective_op *op_joined(struct ruda_collectives *c, uint32_t mine, int *part)
+{
+	for (struct collective_op *op = c->queue; op; op = op->next) {
+		*part = part_of(op, mine);
+		if (*part >= 0 && !op->parts[*part].arrived)
+			return op;
+	}
+	return NULL;
+}
+
 /* Whether the call parks while the memory of the buffer its src will wait
  * in (`tmp`: the staging still being made, or the device path) is made in
  * the thread pool, as a create's is: made on the loop, a 1 GiB all-reduce
@@ -390,13 +402,8 @@ static bool park_for_tmp(struct ruda_collectives *c, struct ruda_session *s,
 	if (!a->size || a->size > UINT64_MAX / n)
 		return false;
 	uint32_t mine = s->device->index;
-	struct collective_op *op = c->queue;
 	int i = -1;
-	for (; op; op = op->next) {
-		i = part_of(op, mine);
-		if (i >= 0 && !op->parts[i].arrived)
-			break;
-	}
+	struct collective_op *op = op_joined(c, mine, &i);
 	bool needs;
 	if (!op) {
 		/* a new op waits for its staging unless one of its size is
@@ -443,13 +450,8 @@ void ruda__handle_all_reduce(struct ruda_session *s, const Ruda__Request *req)
 	if (park_for_tmp(c, s, a, set, n))
 		return; /* parked: it runs again once the memory is made */
 	uint32_t mine = s->device->index;
-	struct collective_op *op = c->queue;
 	int i = -1;
-	for (; op; op = op->next) {
-		i = part_of(op, mine);
-		if (i >= 0 && !op->parts[i].arrived)
-			break;
-	}
+	struct collective_op *op = op_joined(c, mine, &i);
 	int same_set = 1;
 	if (op) {
 		same_set = op->n == n;
