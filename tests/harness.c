@@ -266,14 +266,19 @@ int test_daemon_stop(struct test_daemon *d)
 	return status;
 }
 
-ruda_client *test_connect(const struct test_daemon *d, const char *name)
+ruda_client *test_connect_device(const struct test_daemon *d, const char *name, uint32_t index)
 {
 	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-		.socket_path = d->socket_path, .client_name = name};
+		.socket_path = d->socket_path, .client_name = name, .device_index = index};
 	ruda_client *c = NULL;
 	ruda_status st = ruda_client_connect(&o, &c);
-	ck_assert_msg(st == RUDA_OK, "connect: %s", ruda_strerror(st));
+	ck_assert_msg(st == RUDA_OK, "connect to device %u: %s", index, ruda_strerror(st));
 	return c;
+}
+
+ruda_client *test_connect(const struct test_daemon *d, const char *name)
+{
+	return test_connect_device(d, name, 0);
 }
 
 uint32_t *test_load_spirv(const char *name, size_t *size)

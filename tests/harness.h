@@ -35,6 +35,8 @@ int test_daemon_alive(const struct test_daemon *d);
 
 /* Connect a libruda client to the test daemon; aborts on failure. */
 ruda_client *test_connect(const struct test_daemon *d, const char *name);
+/* The same on the daemon's logical device `index`. */
+ruda_client *test_connect_device(const struct test_daemon *d, const char *name, uint32_t index);
 
 /* A client in a process of its own, to be killed: the child connects to
  * `d` as `name`, runs `work` (nonzero: it exits 1), says it is ready and

@@ -336,24 +336,14 @@ START_TEST(exportable_allocation_leaves_the_loop_free)
 }
 END_TEST
 
-static ruda_client *connect_to_device(const struct test_daemon *d, uint32_t index)
-{
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-				  .socket_path = d->socket_path,
-				  .client_name = "test_allocation",
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_OK);
-	return c;
-}
-
 /* A client that creates a big buffer and moves it to another client of
  * the process (a new buffer there; on the daemon's second device when
  * `size` says so), read back from that one. */
 static void *move_big(void *arg)
 {
 	struct creator *c = arg;
-	ruda_client *a = connect_to_device(c->d, 0), *to = connect_to_device(c->d, c->to_device);
+	ruda_client *a = test_connect_device(c->d, "test_allocation", 0);
+	ruda_client *to = test_connect_device(c->d, "test_allocation", c->to_device);
 	uint8_t *data = malloc(BIG), *back = malloc(BIG);
 	test_fill_random(data, BIG, 13);
 	double t0 = test_now();
@@ -429,7 +419,7 @@ static void *reduce_big(void *arg)
 	double t0 = test_now();
 	c->ok = 1;
 	for (int j = 0; j < MEMBERS; j++) {
-		m[j] = connect_to_device(c->d, (uint32_t)j);
+		m[j] = test_connect_device(c->d, "test_allocation", (uint32_t)j);
 		ids[j] = ruda_client_device_id(m[j]);
 		in[j] = malloc(BIG);
 		test_fill_random(in[j], BIG, 21 + j);

@@ -34,17 +34,6 @@ static ruda_client *clients[3];
 static ruda_device_id ids[2];
 static ruda_device_properties props;
 
-static ruda_client *connect_to(uint32_t index)
-{
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-				  .socket_path = daemon_.socket_path,
-				  .client_name = "test_device_copy",
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ck_assert_status(ruda_client_connect(&o, &c), RUDA_OK);
-	return c;
-}
-
 /* rudad on lavapipe twice, RUDA_DEVICE_COPY=`mode` (NULL: unset), with
  * `extra` --set keys (NULL-terminated pairs, may be NULL). */
 static void start(const char *mode, const char *const *extra)
@@ -63,9 +52,9 @@ static void start(const char *mode, const char *const *extra)
 	test_daemon_start(&daemon_, args);
 	unsetenv("RUDA_DEVICE_COPY");
 	unsetenv("RUDA_PEER_CHUNK");
-	clients[0] = connect_to(0);
-	clients[1] = connect_to(1);
-	clients[2] = connect_to(0);
+	clients[0] = test_connect_device(&daemon_, "test_device_copy", 0);
+	clients[1] = test_connect_device(&daemon_, "test_device_copy", 1);
+	clients[2] = test_connect_device(&daemon_, "test_device_copy", 0);
 	ids[0] = ruda_client_device_id(clients[0]);
 	ids[1] = ruda_client_device_id(clients[1]);
 	props = (ruda_device_properties)RUDA_DEVICE_PROPERTIES_INIT;

@@ -15,22 +15,11 @@
 static struct test_daemon daemon_;
 static ruda_client *clients[NDEV];
 
-static ruda_client *connect_to(uint32_t index, const char *name)
-{
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-		.socket_path = daemon_.socket_path, .client_name = name,
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ruda_status st = ruda_client_connect(&o, &c);
-	ck_assert_msg(st == RUDA_OK, "connect to device %u: %s", index, ruda_strerror(st));
-	return c;
-}
-
 static void setup(void)
 {
 	test_daemon_start(&daemon_, (const char *const[]){"--device", "0,0,0", NULL});
 	for (uint32_t i = 0; i < NDEV; i++)
-		clients[i] = connect_to(i, "test_devices");
+		clients[i] = test_connect_device(&daemon_, "test_devices", i);
 }
 
 static void teardown(void)
@@ -238,7 +227,7 @@ START_TEST(to_client_between_devices)
 	check_to_client(clients[1], clients[2], (3 << 20) + 20, 2);
 	check_to_client(clients[2], clients[0], 1, 3);
 	/* two clients of one device: one device copy */
-	ruda_client *again = connect_to(1, "second on device 1");
+	ruda_client *again = test_connect_device(&daemon_, "second on device 1", 1);
 	check_to_client(clients[1], again, 65536 + 4, 4);
 	check_to_client(again, clients[1], 100, 5);
 	ruda_client_close(again);
@@ -888,7 +877,7 @@ START_TEST(all_reduce_participant_disconnects)
 	/* the connection still works */
 	ck_assert_int_eq(ruda_client_sync(clients[0]), RUDA_OK);
 	/* one that joined and then left: the other side fails as well */
-	clients[1] = connect_to(1, "again");
+	clients[1] = test_connect_device(&daemon_, "again", 1);
 	ruda_handle b, db;
 	ruda_client_create(clients[1], data, 64, &b);
 	ruda_client_empty(clients[1], 64, &db);

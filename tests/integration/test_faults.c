@@ -134,22 +134,13 @@ START_TEST(device_loss_recreates_device)
 }
 END_TEST
 
-/* A client on logical device `index` of the daemon. */
-static ruda_client *connect_device(const struct test_daemon *d, uint32_t index)
-{
-	ruda_connect_options o = {.struct_size = sizeof(o), .socket_path = d->socket_path, .client_name = "staging",
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ck_assert_status(ruda_client_connect(&o, &c), RUDA_OK);
-	return c;
-}
-
 /* An all-reduce (sum) between clients on devices 0 and 1, through host
  * staging imported into both, checked against the CPU's sums. */
 static void all_reduce_checked(const struct test_daemon *d, uint32_t seed)
 {
 	enum { N = 4096 };
-	ruda_client *c[2] = {connect_device(d, 0), connect_device(d, 1)};
+	ruda_client *c[2] = {test_connect_device(d, "staging", 0),
+			     test_connect_device(d, "staging", 1)};
 	ruda_device_id ids[2] = {ruda_client_device_id(c[0]), ruda_client_device_id(c[1])};
 	static uint32_t in[2][N], back[N];
 	ruda_handle src[2], dst[2];

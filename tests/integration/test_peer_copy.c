@@ -22,16 +22,6 @@
 static struct test_daemon daemon_;
 static ruda_client *clients[2];
 
-static ruda_client *connect_to(const struct test_daemon *d, uint32_t index)
-{
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-		.socket_path = d->socket_path, .client_name = "test_peer_copy",
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ck_assert_int_eq(ruda_client_connect(&o, &c), RUDA_OK);
-	return c;
-}
-
 static void start(const char *extra, const char *extra2)
 {
 	static char admin[160];
@@ -45,7 +35,7 @@ static void start(const char *extra, const char *extra2)
 	test_daemon_start(&daemon_, args);
 	unsetenv("RUDA_TEST_FAULTS");
 	for (uint32_t i = 0; i < 2; i++)
-		clients[i] = connect_to(&daemon_, i);
+		clients[i] = test_connect_device(&daemon_, "test_peer_copy", i);
 }
 
 static void setup(void)
@@ -317,7 +307,7 @@ START_TEST(lent_window_outlives_its_source_device)
 	ck_assert_int_eq(ruda_client_sync(clients[1]), RUDA_OK);
 	ck_assert_uint_eq(test_wait_for_stats(clients[1], 1, 0).device_bytes, 0);
 	/* the re-created device 0 lends again */
-	clients[0] = connect_to(&daemon_, 0);
+	clients[0] = test_connect_device(&daemon_, "test_peer_copy", 0);
 	check_to_client(clients[0], clients[1], size, 22);
 	ck_assert_int_eq(test_log_count(&daemon_, "lent as the new buffer"), 2);
 	ck_assert_uint_eq(test_wait_for_stats(clients[0], 2, 0).device_bytes, 0);
@@ -391,7 +381,7 @@ END_TEST
 static int transfer_forever(ruda_client *c, void *arg)
 {
 	const struct test_daemon *d = arg;
-	ruda_client *other = connect_to(d, 1);
+	ruda_client *other = test_connect_device(d, "test_peer_copy", 1);
 	/* in turns: into a lent window, and in 128 chunks each way (not whole
 	 * words) */
 	size_t size = (8u << 20) + 3;

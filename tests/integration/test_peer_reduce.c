@@ -29,21 +29,10 @@ static ruda_client *clients[MAX_MEMBERS];
 static uint32_t members;
 static ruda_device_id ids[MAX_MEMBERS];
 
-static ruda_client *connect_to(const struct test_daemon *d, uint32_t index)
-{
-	ruda_connect_options o = {.struct_size = sizeof(ruda_connect_options),
-				  .socket_path = d->socket_path,
-				  .client_name = "test_peer_reduce",
-				  .device_index = index};
-	ruda_client *c = NULL;
-	ck_assert_status(ruda_client_connect(&o, &c), RUDA_OK);
-	return c;
-}
-
 static void connect_all(void)
 {
 	for (uint32_t i = 0; i < members; i++) {
-		clients[i] = connect_to(&daemon_, i);
+		clients[i] = test_connect_device(&daemon_, "test_peer_reduce", i);
 		ids[i] = ruda_client_device_id(clients[i]);
 	}
 	for (uint32_t i = 0; i < members; i++)
@@ -542,7 +531,7 @@ END_TEST
 static int reduce_forever(ruda_client *c0, void *arg)
 {
 	const struct test_daemon *d = arg;
-	ruda_client *c[2] = {c0, connect_to(d, 1)};
+	ruda_client *c[2] = {c0, test_connect_device(d, "test_peer_reduce", 1)};
 	ruda_device_id both[2] = {ruda_client_device_id(c[0]), ruda_client_device_id(c[1])};
 	size_t size = 8u << 20;
 	uint8_t *data = malloc(size);
