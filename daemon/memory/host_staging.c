@@ -130,7 +130,6 @@ static int alloc_new(uint64_t size, uint32_t max_devices, struct ruda_host_stagi
 	return 0;
 }
 
-/* Take a cached staging of `size` bytes (at most twice that) that `fits`. */
 /* The index of a kept staging for `size` bytes (at most about twice
  * that) that at least `max_devices` may import and `devices` (n of them)
  * have imported already, or -1. */
@@ -156,6 +155,7 @@ static int find_cached(uint64_t size, uint32_t max_devices, struct ruda_device *
 	return -1;
 }
 
+/* Take that staging out of the cache, for `size` bytes. */
 static struct ruda_host_staging *take_cached(uint64_t size, uint32_t max_devices,
 					     struct ruda_device *const *devices, uint32_t n)
 {
