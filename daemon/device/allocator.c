@@ -127,6 +127,7 @@ static void page_release(void *arg)
 		usleep(r->m->slow_ms * 1000u);
 	free_memory(r->m, r->memory, r->size);
 	atomic_fetch_sub(&r->m->budget->held, r->size);
+	atomic_fetch_sub(&r->m->budget->freeing, r->size);
 	atomic_fetch_sub(&r->m->freeing, r->size);
 	free(r);
 }
@@ -142,6 +143,7 @@ static void page_free(struct ruda_memory *m, struct ruda_memory_page *p)
 	if (r) {
 		*r = (struct page_release){.m = m, .memory = p->memory, .size = p->size};
 		atomic_fetch_add(&m->freeing, p->size);
+		atomic_fetch_add(&m->budget->freeing, p->size);
 		ruda__deferred_free_run(m->frees, page_release, r);
 	} else {
 		free_memory(m, p->memory, p->size);
@@ -245,9 +247,7 @@ static bool heap_has_room(struct ruda_memory *m, uint64_t size)
  * every allocator on it, have ended. */
 static bool room_once_freed(struct ruda_memory *m, uint64_t size)
 {
-	uint64_t freeing = 0;
-	for (struct ruda_memory *o = m->budget->members; o; o = o->budget_next)
-		freeing += atomic_load(&o->freeing);
+	uint64_t freeing = atomic_load(&m->budget->freeing);
 	uint64_t held = atomic_load(&m->budget->held);
 	return fits_beside(m, held > freeing ? held - freeing : 0, size);
 }
@@ -562,11 +562,17 @@ static void job_allocate(void *arg)
 	/* nothing but the driver reads the buffer's handle meanwhile */
 	VkResult res = allocate_for(j->m, j->size, j->buffer, &j->memory);
 	/* a driver may refuse before rudad's count of the heap is reached
-	 * (NVIDIA does), while the frees queued before this job still hold
-	 * memory: wait for them here, where the loop does not wait */
-	if (res != VK_SUCCESS && atomic_load(&j->m->freeing)) {
-		ruda__deferred_free_wait_zero(j->m->frees, &j->m->freeing);
-		res = allocate_for(j->m, j->size, j->buffer, &j->memory);
+	 * (NVIDIA does), while frees under way on the heap, by any logical
+	 * device, still hold memory: try again as they end, here, where the
+	 * loop does not wait (those queued before this job run first; one
+	 * queued after may wait behind it, hence the bound). */
+	uint64_t freeing = atomic_load(&j->m->budget->freeing);
+	while (res != VK_SUCCESS && freeing && uv_hrtime() < until) {
+		usleep(200);
+		uint64_t now = atomic_load(&j->m->budget->freeing);
+		if (now < freeing)
+			res = allocate_for(j->m, j->size, j->buffer, &j->memory);
+		freeing = now;
 	}
 	if (res != VK_SUCCESS)
 		j->memory = VK_NULL_HANDLE;
@@ -668,7 +674,7 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	 * frees are under way: a driver may refuse it until they end, and the
 	 * loop must not wait for them */
 	bool little = bytes < RUDA_MEMORY_OFF_LOOP_BYTES;
-	bool freeing = atomic_load(&m->freeing) != 0;
+	bool freeing = atomic_load(&m->budget->freeing) != 0;
 	if (little && !freeing && heap_has_room(m, bytes))
 		return NULL;
 	if (dedicated) {

@@ -64,6 +64,9 @@ struct ruda_heap_budget {
 	 * (`held` counts a job's bytes before they are made): what the
 	 * RUDA_TEST_DRIVER_HEAP_BYTES stand-in compares with */
 	_Atomic uint64_t driver_bytes;
+	/* bytes of pages its allocators have queued for vkFreeMemory: a pool
+	 * job the driver refused waits for them, whichever allocator frees */
+	_Atomic uint64_t freeing;
 	struct ruda_memory *members; /* its allocators (loop thread) */
 };
 

@@ -497,10 +497,11 @@ static int fill_heap_with_big(ruda_client *a, ruda_handle *fill, uint64_t *big)
  * full until then: `size` bytes asked for through `a` are made once the
  * free has ended, while `b`'s round trips stay short. Then every buffer
  * (the `n` in `fill`, and the one made) goes, and the daemon stops. */
-static void made_after_the_free(struct test_daemon *d, ruda_client *b, ruda_handle small,
-				ruda_client *a, const ruda_handle *fill, int n, uint64_t size)
+static void made_after_the_free_by(struct test_daemon *d, ruda_client *b, ruda_handle small,
+				   ruda_client *a, ruda_client *filler, const ruda_handle *fill,
+				   int n, uint64_t size)
 {
-	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(filler), RUDA_OK);
 	struct creator c = {.client = a, .size = size};
 	int count;
 	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
@@ -512,10 +513,20 @@ static void made_after_the_free(struct test_daemon *d, ruda_client *b, ruda_hand
 	ck_assert(longest < SLOW_MS / 2000.0);
 	ruda_client_release(a, c.made);
 	for (int i = 0; i < n; i++)
-		ruda_client_release(a, fill[i]);
+		ruda_client_release(filler, fill[i]);
 	ck_assert_int_eq(ruda_client_sync(a), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(filler), RUDA_OK);
+	if (filler != a)
+		ruda_client_close(filler);
 	ruda_client_close(a);
 	stop_slow(d, b, small);
+}
+
+/* The same, `a` having filled the heap itself. */
+static void made_after_the_free(struct test_daemon *d, ruda_client *b, ruda_handle small,
+				ruda_client *a, const ruda_handle *fill, int n, uint64_t size)
+{
+	made_after_the_free_by(d, b, small, a, a, fill, n, size);
 }
 
 /* A buffer asked for while the heap is full and a free under way will make
@@ -591,6 +602,35 @@ START_TEST(driver_refusal_waits_in_the_pool)
 	ruda_client_release(a, fill[0]);
 	fill[0] = fill[--n];
 	made_after_the_free(&d, b, small, a, fill, n, 12 * MiB);
+}
+END_TEST
+
+/* The same where the free is another logical device's on the same heap
+ * (--device 0,0): the 12 MiB asked for on device 0, whose own allocator
+ * frees nothing, wait in the pool for device 1's free. The loop used to
+ * wait for it (page_new's fallback after the driver's refusal). */
+START_TEST(driver_refusal_waits_for_the_other_devices_free)
+{
+	struct test_daemon d;
+	ruda_handle small;
+	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
+	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", "freed_memory_keep_ms=0");
+	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	ruda_client *filler = test_connect_device(&d, "fills what the driver gives", 1);
+	ruda_client *a = test_connect(&d, "asks on device 0");
+	ruda_handle fill[MAX_FILL];
+	int n = 0;
+	for (uint64_t size = 384 * MiB; size >= MiB; size /= 2)
+		while (n < MAX_FILL && ruda_client_try_empty(filler, size, &fill[n]) == RUDA_OK)
+			n++;
+	ck_assert_int_ge(n, 2);
+	ck_assert_int_lt(n, MAX_FILL);
+	ruda_handle none;
+	ck_assert_int_eq(ruda_client_try_empty(a, 12 * MiB, &none), RUDA_ERROR_OUT_OF_MEMORY);
+	/* the first, 384 MiB, is freed in 600 ms by device 1's allocator */
+	ruda_client_release(filler, fill[0]);
+	fill[0] = fill[--n];
+	made_after_the_free_by(&d, b, small, a, filler, fill, n, 12 * MiB);
 }
 END_TEST
 
@@ -709,6 +749,7 @@ int main(void)
 	tcase_add_test(slow, full_heap_waits_for_frees_in_the_pool);
 	tcase_add_test(slow, full_heap_small_request_waits_in_the_pool);
 	tcase_add_test(slow, driver_refusal_waits_in_the_pool);
+	tcase_add_test(slow, driver_refusal_waits_for_the_other_devices_free);
 	tcase_add_test(slow, all_reduce_allocation_leaves_the_loop_free);
 	suite_add_tcase(s, slow);
 	SRunner *sr = srunner_create(s);
