@@ -606,8 +606,8 @@ START_TEST(driver_refusal_waits_in_the_pool)
 END_TEST
 
 /* The same where the free is another logical device's on the same heap
- * (--device 0,0): the 12 MiB asked for on device 0, whose own allocator
- * frees nothing, wait in the pool for device 1's free. The loop used to
+ * (--device 0,0): a 12 MiB page asked for on device 0, whose own
+ * allocator frees nothing, waits in the pool for device 1's free. The loop used to
  * wait for it (page_new's fallback after the driver's refusal). */
 START_TEST(driver_refusal_waits_for_the_other_devices_free)
 {
@@ -618,6 +618,11 @@ START_TEST(driver_refusal_waits_for_the_other_devices_free)
 	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
 	ruda_client *filler = test_connect_device(&d, "fills what the driver gives", 1);
 	ruda_client *a = test_connect(&d, "asks on device 0");
+	/* pages of their own, each its buffer's size (a shared page of a
+	 * GPU's size would leave device 0 room, and take the driver's last
+	 * bytes in one piece) */
+	ck_assert_int_eq(ruda_client_allocation_mode(filler, RUDA_ALLOCATION_DEDICATED), RUDA_OK);
+	ck_assert_int_eq(ruda_client_allocation_mode(a, RUDA_ALLOCATION_DEDICATED), RUDA_OK);
 	ruda_handle fill[MAX_FILL];
 	int n = 0;
 	for (uint64_t size = 384 * MiB; size >= MiB; size /= 2)
