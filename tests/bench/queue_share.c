@@ -9,9 +9,10 @@
  * a busy one, and what sharing a busy queue costs: the questions behind
  * rudad's equal-priority latency target (docs/performance.md, "Queue lanes").
  *
- * Usage: queue_share SHADER_DIR [DEVICE_INDEX [STEPS]]   (SHADER_DIR holds
- * spin.spv; STEPS, the kernel's length, defaults to 524288, about 38 µs on
- * an H200; use a few thousand on lavapipe).
+ * Usage: queue_share SHADER_DIR [DEVICE_INDEX [STEPS [ROWS]]]   (SHADER_DIR
+ * holds spin.spv; STEPS, the kernel's length, defaults to 524288, about
+ * 38 µs on an H200; use a few thousand on lavapipe; ROWS, if given, runs
+ * only the rows whose name holds it, e.g. "wide").
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -52,7 +53,7 @@ struct busy {
 	struct probe *p;
 	struct queue *q;
 	VkCommandBuffer cmd;
-	uint32_t rounds;
+	uint32_t rounds, width;
 	atomic_bool *stop;
 	uint64_t kernels;
 	pthread_t thread;
@@ -81,7 +82,9 @@ static void destroy_queue(struct probe *p, struct queue *q)
 
 /* A command buffer of `rounds` spin kernels, a barrier before each (the
  * previous round's end), resubmittable while in flight. */
-static VkCommandBuffer record(struct probe *p, struct queue *q, uint32_t rounds)
+/* `rounds` rounds of `width` kernels each: a barrier before each round,
+ * none between a round's kernels (rudad's lanes record them so). */
+static VkCommandBuffer record(struct probe *p, struct queue *q, uint32_t rounds, uint32_t width)
 {
 	VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
 					  .commandPool = q->pool,
@@ -111,7 +114,8 @@ static VkCommandBuffer record(struct probe *p, struct queue *q, uint32_t rounds)
 		vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
 				     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
 				     NULL);
-		vkCmdDispatch(cmd, 1, 1, 1);
+		for (uint32_t k = 0; k < width; k++)
+			vkCmdDispatch(cmd, 1, 1, 1);
 	}
 	VK(vkEndCommandBuffer(cmd));
 	return cmd;
@@ -150,7 +154,7 @@ static void *busy_main(void *arg)
 		if (values[next])
 			wait_for(b->p, b->q, values[next]);
 		values[next] = submit(b->q, b->cmd);
-		b->kernels += b->rounds;
+		b->kernels += b->rounds * b->width;
 		next = (next + 1) % BUSY_IN_FLIGHT;
 	}
 	for (unsigned i = 0; i < BUSY_IN_FLIGHT; i++)
@@ -165,6 +169,7 @@ struct row {
 	uint32_t rounds;     /* kernels per busy submission */
 	int latency_queue;   /* its queue's index, or -1: a queue of the other family */
 	uint32_t stride;     /* between the busy threads' queues (0: 1) */
+	uint32_t width;      /* kernels side by side in a busy round (0: 1) */
 };
 
 static uint32_t busy_queue(const struct row *row, uint32_t i)
@@ -179,12 +184,15 @@ static void measure(struct probe *p, const struct row *row, double *p50, double 
 	atomic_bool stop = false;
 	struct busy busy[MAX_QUEUES];
 	for (uint32_t i = 0; i < row->busy; i++) {
-		busy[i] = (struct busy){
-			.p = p, .q = &p->q[busy_queue(row, i)], .rounds = row->rounds, .stop = &stop};
-		busy[i].cmd = record(p, busy[i].q, row->rounds);
+		busy[i] = (struct busy){.p = p,
+					.q = &p->q[busy_queue(row, i)],
+					.rounds = row->rounds,
+					.width = row->width ? row->width : 1,
+					.stop = &stop};
+		busy[i].cmd = record(p, busy[i].q, row->rounds, busy[i].width);
 	}
 	struct queue *lq = row->latency_queue < 0 ? &p->other : &p->q[row->latency_queue];
-	VkCommandBuffer lcmd = record(p, lq, 1);
+	VkCommandBuffer lcmd = record(p, lq, 1, 1);
 	double start = plain_now_s();
 	for (uint32_t i = 0; i < row->busy; i++)
 		pthread_create(&busy[i].thread, NULL, busy_main, &busy[i]);
@@ -298,11 +306,12 @@ static void close_probe(struct probe *p)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s SHADER_DIR [DEVICE_INDEX [STEPS]]\n", argv[0]);
+		fprintf(stderr, "usage: %s SHADER_DIR [DEVICE_INDEX [STEPS [ROWS]]]\n", argv[0]);
 		return 2;
 	}
 	uint32_t want = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
 	uint32_t steps = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 524288;
+	const char *only = argc > 4 ? argv[4] : NULL;
 	VkInstance instance;
 	VkPhysicalDeviceProperties props;
 	VkPhysicalDevice pd = plain_device_open("queue_share", want, &instance, &props);
@@ -342,12 +351,27 @@ int main(int argc, char **argv)
 		{"4 busy, queues 0-3", 4, 4, (int)last, 1},
 		{"4 busy, queues 0, 2, 4, 6", 4, 4, (int)last, 2},
 		{"4 busy, queues 0, 3, 6, 9", 4, 4, (int)last, 3},
+		/* the device's own rate for rudad's lanes: 16 clients on 8
+		 * queues are rounds of 2 kernels side by side, one round a
+		 * submission (the latency probe on the other family, out of
+		 * the way) */
+		{"1 busy, 1 wide", 1, 4, -1, 1, 1},
+		{"1 busy, 2 wide", 1, 4, -1, 1, 2},
+		{"4 busy, 1 wide", 4, 4, -1, 1, 1},
+		{"8 busy, 1 wide", 8, 4, -1, 1, 1},
+		{"8 busy, 2 wide", 8, 4, -1, 1, 2},
+		{"8 busy, 1 wide, 1 round", 8, 1, -1, 1, 1},
+		{"8 busy, 2 wide, 1 round", 8, 1, -1, 1, 2},
+		{"4 busy, 4 wide", 4, 4, -1, 1, 4},
+		{"1 busy, 16 wide", 1, 4, -1, 1, 16},
 	};
 	printf("  %-32s %6s %6s %10s %10s %8s %14s\n", "row", "busy", "rounds", "p50", "p90",
 	       "x idle", "busy kernels/s");
 	double idle = 0;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
+		if (i > 0 && only && !strstr(r->what, only))
+			continue;
 		if (r->busy > nq || (r->busy && busy_queue(r, r->busy - 1) >= nq) ||
 		    (r->latency_queue >= 0 && (uint32_t)r->latency_queue >= nq) ||
 		    (r->latency_queue < 0 && p.other_family == UINT32_MAX)) {
