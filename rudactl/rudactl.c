@@ -512,6 +512,9 @@ static void print_loop(const struct snapshot *snap, const struct snapshot *befor
 	       " syncs submitted; %s in clients' turns\n",
 	       s->turns_yielded, s->completions_between_turns, s->syncs_submitted_early,
 	       fmt_ns(a, sizeof(a), s->turns_ns));
+	printf("          longest pass %s; %" PRIu64 " passes of 50 ms or more (rudad's log says "
+	       "where their time went)\n",
+	       fmt_ns(a, sizeof(a), s->longest_pass_ns), s->slow_passes);
 }
 
 static void print_status(const struct snapshot *snap, const struct snapshot *before)

@@ -236,6 +236,8 @@ void json_daemon(struct json *j, const Ruda__AdminStatusReply *s)
 	json_u64(j, "completions_between_turns", s->completions_between_turns);
 	json_u64(j, "syncs_submitted_early", s->syncs_submitted_early);
 	json_u64(j, "turns_ns", s->turns_ns);
+	json_u64(j, "longest_pass_ns", s->longest_pass_ns);
+	json_u64(j, "slow_passes", s->slow_passes);
 	json_object(j, "limits");
 	json_u64(j, "arena_bytes", s->arena_size);
 	json_u64(j, "min_client_arena_bytes", s->min_arena_size);

@@ -245,6 +245,26 @@ int test_daemon_alive(const struct test_daemon *d)
 	return waitpid(d->pid, &status, WNOHANG) == 0;
 }
 
+/* RUDA_TEST_KEEP_LOGS=DIR: each rudad's log is copied to DIR/rudad-PID.log
+ * before its directory goes (runs on a lent GPU read them afterwards). */
+static void keep_log(const struct test_daemon *d)
+{
+	const char *dir = getenv("RUDA_TEST_KEEP_LOGS");
+	if (!dir || !*dir)
+		return;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/rudad-%d.log", dir, (int)d->pid);
+	FILE *in = fopen(d->log_path, "r"), *out = in ? fopen(path, "w") : NULL;
+	char buf[8192];
+	size_t n;
+	while (out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (out)
+		fclose(out);
+	if (in)
+		fclose(in);
+}
+
 int test_daemon_stop(struct test_daemon *d)
 {
 	int status = -1;
@@ -262,6 +282,7 @@ int test_daemon_stop(struct test_daemon *d)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "rudad exited with status %d; see %s", status, d->log_path);
 	ck_assert_msg(access(d->socket_path, F_OK) < 0, "rudad left its socket behind");
+	keep_log(d);
 	test_remove_tree(d->dir);
 	return status;
 }

@@ -379,6 +379,8 @@ static void admin_status(struct ruda_session *s, uint64_t request, const Ruda__A
 	st.completions_between_turns = ctx->completions_between_turns;
 	st.syncs_submitted_early = ctx->syncs_submitted_early;
 	st.turns_ns = ctx->turns_ns;
+	st.longest_pass_ns = ctx->passes.longest_ns;
+	st.slow_passes = ctx->passes.slow;
 	st.n_devices = ctx->ndevices;
 	st.devices = devices;
 	Ruda__AdminReply body = RUDA__ADMIN_REPLY__INIT;

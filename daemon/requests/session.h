@@ -146,6 +146,17 @@ struct ruda_session_context {
 	 * handled), less the devices' counted parts within them
 	 * (ruda__device_counted_ns); for AdminStatus */
 	uint64_t turns_ns;
+	/* the loop's passes (server/loop_watch.c): the longest and how many
+	 * took RUDA_LOOP_SLOW_PASS_MS or more, for AdminStatus; the slowest
+	 * request handled in the pass under way, for its report */
+	struct {
+		uint64_t longest_ns, slow;
+		const char *slowest_request;
+		uint64_t slowest_request_ns;
+	} passes;
+	/* RUDA_TEST_STALL_FLUSH_MS: a Flush request sleeps that long on the
+	 * loop, the tests' stand-in for a request that blocks it */
+	uint32_t test_stall_flush_ms;
 	/* connections that have not said Hello yet, oldest first, and how
 	 * many each uid has (uid -> count, as a pointer) */
 	struct ruda_session *hello_first, *hello_last;

@@ -301,8 +301,13 @@ int ruda__server_init(struct ruda_server *server, uv_loop_t *loop,
 	ruda__handle_table_init(&server->ctx.sessions);
 	/* the loop's idle time, for AdminStatus's loop_busy_ns: whether the
 	 * one loop thread is what limits many clients */
-	if (uv_loop_configure(loop, UV_METRICS_IDLE_TIME) == 0)
+	if (uv_loop_configure(loop, UV_METRICS_IDLE_TIME) == 0) {
 		server->ctx.loop_start_ns = uv_hrtime();
+		if (ruda__loop_watch_start(&server->watch, loop, &server->ctx) < 0)
+			log_warn("the loop's passes are not timed");
+	}
+	const char *stall = getenv("RUDA_TEST_STALL_FLUSH_MS");
+	server->ctx.test_stall_flush_ms = stall ? (uint32_t)atoi(stall) : 0;
 	server->ctx.arena_pools = pools;
 	server->ctx.throughput_caches = calloc(ndevices, sizeof(*server->ctx.throughput_caches));
 	for (uint32_t i = 0; server->ctx.throughput_caches && i < ndevices; i++)
@@ -367,6 +372,7 @@ void ruda__server_shutdown(struct ruda_server *server)
 		server->ctx.devices[i]->on_progress = NULL;
 	uv_check_stop(&server->tick);
 	uv_close((uv_handle_t *)&server->tick, NULL);
+	ruda__loop_watch_stop(&server->watch);
 	free(server->socket_path);
 	server->socket_path = NULL;
 }

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "requests/session.h"
+#include "server/loop_watch.h"
 
 struct ruda_policy;
 
@@ -36,6 +37,7 @@ struct ruda_server {
 	bool owns_socket; /* created the socket file, so removes it at the end */
 	uv_poll_t listen_poll;
 	uv_check_t tick;
+	struct ruda_loop_watch watch; /* times every pass of the loop */
 	uint32_t max_clients;
 	uint64_t next_session_id;
 	bool shut_down; /* ruda__server_shutdown has run */

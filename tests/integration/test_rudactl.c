@@ -888,6 +888,48 @@ START_TEST(loop_busy_and_submits_counted)
 }
 END_TEST
 
+static uint64_t slow_passes(const struct test_daemon *d, uint64_t *longest_ns)
+{
+	Ruda__Reply *reply = test_admin_status(d);
+	uint64_t n = reply->admin->status->slow_passes;
+	*longest_ns = reply->admin->status->longest_pass_ns;
+	ruda__reply__free_unpacked(reply, NULL);
+	return n;
+}
+
+/* A pass of the loop that blocks it for 50 ms or more is counted and
+ * logged with where its time went: here a Flush that sleeps 120 ms on the
+ * loop (RUDA_TEST_STALL_FLUSH_MS, the stand-in for a request that blocks
+ * it), named as the slowest request of the pass. */
+START_TEST(slow_pass_counted_and_logged)
+{
+	struct test_daemon d;
+	setenv("RUDA_TEST_STALL_FLUSH_MS", "120", 1);
+	test_daemon_start(&d, NULL);
+	unsetenv("RUDA_TEST_STALL_FLUSH_MS");
+	ruda_client *c = test_connect(&d, "staller");
+	uint64_t longest, before = slow_passes(&d, &longest);
+	ck_assert_int_eq(test_log_count(&d, "the slowest request Flush"), 0);
+	if (before) /* a slow start-up pass was logged: past the one report a second */
+		usleep(1100 * 1000);
+	ck_assert_int_eq(ruda_client_flush(c), RUDA_OK);
+	ck_assert_int_eq(ruda_client_sync(c), RUDA_OK);
+	uint64_t after = slow_passes(&d, &longest);
+	ck_assert_uint_ge(after, before + 1);
+	ck_assert_uint_ge(longest, 120 * 1000 * 1000ull);
+	ck_assert_int_ge(test_log_count(&d, "loop: one pass kept it from its events for"), 1);
+	ck_assert_int_eq(test_log_count(&d, "the slowest request Flush"), 1);
+	struct ctl_run *r = malloc(sizeof(*r));
+	CTL(r, &d, "status");
+	expect_ok(r, "status");
+	expect_in(r->out, "longest pass ");
+	expect_in(r->out, " passes of 50 ms or more");
+	free(r);
+	ruda_client_close(c);
+	test_daemon_stop(&d);
+}
+END_TEST
+
 /* What `devices --json` says of device 0's queue lanes. */
 struct lane_counts {
 	unsigned long long submissions, rounds, launches, gpu_ns, idle_ns, record_ns;
@@ -1435,6 +1477,7 @@ int main(void)
 	tcase_add_test(tc, cleanup_drops_unused_pipelines);
 	tcase_add_test(tc, zero_fills_counted);
 	tcase_add_test(tc, loop_busy_and_submits_counted);
+	tcase_add_test(tc, slow_pass_counted_and_logged);
 	tcase_add_test(tc, lane_rounds_counted);
 	tcase_add_test(tc, sync_on_idle_lane_goes_at_once);
 	tcase_add_test(tc, frame_budget_yields_turns);
