@@ -344,10 +344,20 @@ static struct ruda_memory_page *page_new(struct ruda_memory *m, uint64_t size, i
 	struct ruda_memory_page *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	/* the pool has just been refused as much: asking again here would
+	 * hold the loop for a driver call (and the frees it waits for) with
+	 * nothing changed; the request that waited for the pool is answered */
+	if (m->refused_bytes && size >= m->refused_bytes &&
+	    atomic_load(&m->budget->held) >= m->refused_held) {
+		free(p);
+		return NULL;
+	}
 	/* drivers that allocate lazily (CPU devices) would accept more than the
 	 * heap holds and fail later, page by page: refuse it now (pages still
-	 * being freed in the thread pool are still the driver's) */
-	if (!make_room(m, size) && !(wait_for_frees(m) && heap_has_room(m, size))) {
+	 * being freed in the thread pool are still the driver's); the loop
+	 * waits for frees only where they make room */
+	if (!make_room(m, size) &&
+	    !(room_once_freed(m, size) && wait_for_frees(m) && heap_has_room(m, size))) {
 		free(p);
 		return NULL;
 	}
@@ -615,6 +625,10 @@ static void job_done(void *arg)
 		if (j->memory)
 			free_memory(m, j->memory, j->size);
 		atomic_fetch_sub(&m->budget->held, j->size);
+		if (!j->memory && j->size >= RUDA_MEMORY_OFF_LOOP_BYTES) {
+			m->refused_bytes = j->size;
+			m->refused_held = atomic_load(&m->budget->held);
+		}
 	}
 	j->ready(j->data, j);
 	free(j);
@@ -698,6 +712,7 @@ const struct ruda_memory_job *ruda__memory_prepare(struct ruda_memory *m, uint64
 	struct ruda_memory_job *j = malloc(sizeof(*j));
 	if (!j)
 		return NULL;
+	m->refused_bytes = 0; /* the pool tries again */
 	*j = (struct ruda_memory_job){.m = m, .size = bytes, .dedicated = dedicated,
 				      .persistent = persistent, .buffer = export_for,
 				      .buffer_size = export_size, .after_frees = after_frees,

@@ -106,6 +106,11 @@ struct ruda_memory {
 	struct ruda_memory_stats stats;
 	_Atomic uint64_t freeing; /* bytes of pages queued for vkFreeMemory */
 	struct ruda_memory_job *jobs; /* pages being allocated in the pool */
+	/* a pool job of this many bytes (RUDA_MEMORY_OFF_LOOP_BYTES or more)
+	 * was refused by the driver while the heap held `refused_held`: the
+	 * loop does not ask for as much again until memory has been given
+	 * back or the pool tries again (0: none) */
+	uint64_t refused_bytes, refused_held;
 	uint32_t slow_ms; /* RUDA_TEST_SLOW_ALLOCATION_MS: tests' stand-in for a slow driver */
 	/* RUDA_TEST_DRIVER_HEAP_BYTES: tests' stand-in for a driver that
 	 * refuses memory before the heap's size is reached (NVIDIA does) */
