@@ -579,6 +579,20 @@ START_TEST(full_heap_small_request_waits_in_the_pool)
 }
 END_TEST
 
+/* Fill what a RUDA_TEST_DRIVER_HEAP_BYTES driver gives through `c`: buffers
+ * of 384 MiB, then halves down to `smallest`, as many as it takes (the
+ * first is 384 MiB); how many. */
+static int fill_driver_heap(ruda_client *c, ruda_handle *fill, uint64_t smallest)
+{
+	int n = 0;
+	for (uint64_t size = 384 * MiB; size >= smallest; size /= 2)
+		while (n < MAX_FILL && ruda_client_try_empty(c, size, &fill[n]) == RUDA_OK)
+			n++;
+	ck_assert_int_ge(n, 2);
+	ck_assert_int_lt(n, MAX_FILL);
+	return n;
+}
+
 /* A driver that refuses memory before rudad's count of the heap is
  * reached (NVIDIA does: seen on an H100; RUDA_TEST_DRIVER_HEAP_BYTES stands
  * in for it here): after a release whose free takes 600 ms in the pool, a
@@ -594,12 +608,7 @@ START_TEST(driver_refusal_waits_in_the_pool)
 	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
 	ruda_client *a = test_connect(&d, "fills what the driver gives");
 	ruda_handle fill[MAX_FILL];
-	int n = 0;
-	for (uint64_t size = 384 * MiB; size >= MiB; size /= 2)
-		while (n < MAX_FILL && ruda_client_try_empty(a, size, &fill[n]) == RUDA_OK)
-			n++;
-	ck_assert_int_ge(n, 2);
-	ck_assert_int_lt(n, MAX_FILL);
+	int n = fill_driver_heap(a, fill, MiB);
 	ruda_handle none;
 	ck_assert_int_eq(ruda_client_try_empty(a, 12 * MiB, &none), RUDA_ERROR_OUT_OF_MEMORY);
 	/* the first, 384 MiB, is freed in 600 ms */
@@ -628,12 +637,7 @@ START_TEST(driver_refusal_waits_for_the_other_devices_free)
 	ck_assert_int_eq(ruda_client_allocation_mode(filler, RUDA_ALLOCATION_DEDICATED), RUDA_OK);
 	ck_assert_int_eq(ruda_client_allocation_mode(a, RUDA_ALLOCATION_DEDICATED), RUDA_OK);
 	ruda_handle fill[MAX_FILL];
-	int n = 0;
-	for (uint64_t size = 384 * MiB; size >= MiB; size /= 2)
-		while (n < MAX_FILL && ruda_client_try_empty(filler, size, &fill[n]) == RUDA_OK)
-			n++;
-	ck_assert_int_ge(n, 2);
-	ck_assert_int_lt(n, MAX_FILL);
+	int n = fill_driver_heap(filler, fill, MiB);
 	ruda_handle none;
 	ck_assert_int_eq(ruda_client_try_empty(a, 12 * MiB, &none), RUDA_ERROR_OUT_OF_MEMORY);
 	/* the first, 384 MiB, is freed in 600 ms by device 1's allocator */
@@ -656,12 +660,7 @@ START_TEST(driver_refusal_answered_without_the_loop)
 	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
 	ruda_client *a = test_connect(&d, "fills what the driver gives");
 	ruda_handle fill[MAX_FILL];
-	int n = 0;
-	for (uint64_t size = 384 * MiB; size >= 64 * MiB; size /= 2)
-		while (n < MAX_FILL && ruda_client_try_empty(a, size, &fill[n]) == RUDA_OK)
-			n++;
-	ck_assert_int_ge(n, 2);
-	ck_assert_int_lt(n, MAX_FILL);
+	int n = fill_driver_heap(a, fill, 64 * MiB);
 	struct creator c = {.client = a, .size = 384 * MiB};
 	int count;
 	double longest = longest_round_trip(b, try_empty_in_full_heap, &c, &count);
