@@ -45,7 +45,8 @@ static void report(struct ruda_loop_watch *w, const struct ruda_loop_sample *now
 	uint64_t counted = turns + submit + record + done;
 	log_warn("loop: one pass kept it from its events for %.1f ms: clients' turns %.1f ms "
 		 "(the slowest request %s, %.1f ms), submitting %.1f ms, recording %.1f ms, "
-		 "completions %.1f ms, the rest (timers, thread pool results) %.1f ms; "
+		 "completions %.1f ms, the rest (timers, the thread pool's results and the "
+		 "requests they resumed) %.1f ms; "
 		 "%llu more such passes since the last report",
 		 ms(busy), ms(turns),
 		 ctx->passes.slowest_request ? ctx->passes.slowest_request : "none",
