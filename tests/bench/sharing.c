@@ -306,6 +306,7 @@ struct loop_sample {
 	uint64_t lane_submissions, lane_rounds, lane_launches, lane_gpu_ns, lane_idle_ns;
 	uint64_t lane_record_ns, completion_ns, turns_ns;
 	uint64_t completions_between_turns, syncs_submitted_early;
+	uint64_t slow_passes, longest_pass_ns;
 };
 
 static struct loop_sample loop_sample(const char *socket)
@@ -328,6 +329,8 @@ static struct loop_sample loop_sample(const char *socket)
 		.turns_ns = st->turns_ns,
 		.completions_between_turns = st->completions_between_turns,
 		.syncs_submitted_early = st->syncs_submitted_early,
+		.slow_passes = st->slow_passes,
+		.longest_pass_ns = st->longest_pass_ns,
 	};
 	ruda__reply__free_unpacked(reply, NULL);
 	return x;
@@ -369,6 +372,17 @@ static void print_loop_window(const char *which, const struct loop_sample *a,
 		       "rest\n",
 		       loop, submit, record, done, turns, loop - submit - record - done - turns);
 	}
+}
+
+/* Passes of rudad's loop of 50 ms or more between `a` and `b` (its log
+ * says where their time went): a stall every client waited through. */
+static void print_stalls(const char *what, const struct loop_sample *a, const struct loop_sample *b)
+{
+	if (b->slow_passes > a->slow_passes)
+		printf("  rudad's loop during %s: %llu passes of 50 ms or more (the longest since "
+		       "start %.1f ms)\n",
+		       what, (unsigned long long)(b->slow_passes - a->slow_passes),
+		       (double)b->longest_pass_ns / 1e6);
 }
 
 /* How the lanes filled between `a` and `b`: streams' kernels side by side
@@ -440,6 +454,7 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 						    ks->iterations, k, 1, rounds);
 			struct loop_sample s1 = loop_sample(d->socket_path);
 			print_lanes("them", &s0, &s1);
+			print_stalls("them", &s0, &s1);
 			ks->inproc[i] = median_point("inproc", NULL, procs[i], ks->iterations, k, 1,
 						     rounds);
 		}
@@ -449,6 +464,7 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 					   k * MAX_PROCS, STREAMS, rounds);
 		struct loop_sample s1 = loop_sample(d->socket_path);
 		print_lanes("them", &s0, &s1);
+		print_stalls("them", &s0, &s1);
 	}
 	if (only && strcmp(only, "latency") != 0) {
 		for (int z = 0; z < 2; z++)
@@ -480,6 +496,7 @@ void bench_sharing(const struct bench_daemon *d, const ruda_device_properties *p
 	struct loop_sample loaded1 = loop_sample(d->socket_path);
 	print_loop_window("loaded", &loaded0, &loaded1);
 	print_lanes("the loaded latency window", &loaded0, &loaded1);
+	print_stalls("the loaded latency window", &loaded0, &loaded1);
 	double others = 0;
 	char line[256];
 	for (int i = 0; i < w.n; i++) {
