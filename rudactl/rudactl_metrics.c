@@ -97,6 +97,13 @@ int ctl_metrics(struct ctl *ctl, FILE *out)
 	fprintf(out, "ruda_staging_bytes %" PRIu64 "\n", s->staging_bytes);
 	family(out, "ruda_staging_regions", "gauge", "Staging regions of every client.");
 	fprintf(out, "ruda_staging_regions %u\n", s->staging_regions);
+	family(out, "ruda_loop_slow_passes_total", "counter",
+	       "Passes of rudad's loop that kept every client waiting 50 ms or more (its log "
+	       "says where their time went).");
+	fprintf(out, "ruda_loop_slow_passes_total %" PRIu64 "\n", s->slow_passes);
+	family(out, "ruda_loop_longest_pass_seconds", "gauge",
+	       "The longest pass of rudad's loop since it started, without its wait for events.");
+	fprintf(out, "ruda_loop_longest_pass_seconds %.6f\n", (double)s->longest_pass_ns / 1e9);
 
 	family(out, "ruda_device_info", "gauge", "A device of rudad (always 1).");
 	for (size_t i = 0; i < s->n_devices; i++) {

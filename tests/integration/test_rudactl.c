@@ -925,6 +925,13 @@ START_TEST(slow_pass_counted_and_logged)
 	expect_ok(r, "status");
 	expect_in(r->out, "longest pass ");
 	expect_in(r->out, " passes of 50 ms or more");
+	CTL(r, &d, "metrics");
+	expect_ok(r, "metrics");
+	char line[64];
+	snprintf(line, sizeof(line), "\nruda_loop_slow_passes_total %llu\n",
+		 (unsigned long long)after);
+	expect_in(r->out, line);
+	expect_in(r->out, "# TYPE ruda_loop_longest_pass_seconds gauge\n");
 	free(r);
 	ruda_client_close(c);
 	test_daemon_stop(&d);
