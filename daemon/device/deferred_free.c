@@ -1,4 +1,5 @@
 #include "device/deferred_free.h"
+#include "common/pass_step.h"
 
 #include <stdlib.h>
 
@@ -57,8 +58,12 @@ static void deferred_done(uv_work_t *work, int status)
 {
 	(void)status; /* never cancelled */
 	struct deferred *d = work->data;
-	if (d->then)
+	if (d->then) {
+		/* only allocations have a `then` (ruda__deferred_run) */
+		struct ruda_step_mark step = ruda__pass_step_begin();
 		d->then(d->arg);
+		ruda__pass_step_end(step, "thread pool result", "device memory made");
+	}
 	free(d);
 }
 

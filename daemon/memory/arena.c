@@ -9,6 +9,7 @@
 
 #include "device/device.h"
 #include "common/log.h"
+#include "common/pass_step.h"
 
 /* Unpinning an import and unmapping the client's pages take long (a
  * 16 MiB arena: ms), so they run in the thread pool; nothing else refers
@@ -243,6 +244,7 @@ static void attach_work(uv_work_t *work)
 
 static void attach_done(uv_work_t *work, int status)
 {
+	struct ruda_step_mark step = ruda__pass_step_begin();
 	struct ruda_arena *a = work->data;
 	int err = status < 0 ? -ECANCELED : a->attach_result;
 	a->fail_next_attach = 0;
@@ -263,6 +265,7 @@ static void attach_done(uv_work_t *work, int status)
 	if (done)
 		done(a->attached_data);
 	ruda_ref_put(&a->ref); /* the work's */
+	ruda__pass_step_end(step, "thread pool result", "arena imported");
 }
 
 int ruda__arena_attach(struct ruda_arena_pool *pool, struct ruda_arena *a,

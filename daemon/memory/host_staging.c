@@ -10,6 +10,7 @@
 #include "memory/arena.h"
 #include "device/device.h"
 #include "common/log.h"
+#include "common/pass_step.h"
 
 /* Mappings are rounded to this, a multiple of every driver's import
  * alignment seen so far (4 KiB on NVIDIA and lavapipe). */
@@ -246,6 +247,7 @@ static void make_run(uv_work_t *work)
 
 static void make_done(uv_work_t *work, int status)
 {
+	struct ruda_step_mark step = ruda__pass_step_begin();
 	struct make_job *j = work->data;
 	if ((status || j->err) && j->st) {
 		log_error("cannot import %llu bytes of staging memory: %d",
@@ -257,6 +259,7 @@ static void make_done(uv_work_t *work, int status)
 		watch_device(&j->st->imports[i]);
 	j->done(j->st, j->data);
 	free(j);
+	ruda__pass_step_end(step, "thread pool result", "host staging made");
 }
 
 int ruda__host_staging_make(uv_loop_t *loop, uint64_t size, struct ruda_device *const *devices,

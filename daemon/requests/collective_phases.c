@@ -19,6 +19,7 @@
 #include "memory/host_staging.h"
 #include "requests/collective_op.h"
 #include "requests/session.h"
+#include "common/pass_step.h"
 
 static void written(struct ruda_waiter *base, int status)
 {
@@ -98,6 +99,7 @@ static void job_run(uv_work_t *work)
 
 static void job_done(uv_work_t *work, int status)
 {
+	struct ruda_step_mark step = ruda__pass_step_begin();
 	struct op_job *j = work->data;
 	struct collective_op *op = j->op;
 	(void)status;
@@ -105,6 +107,7 @@ static void job_done(uv_work_t *work, int status)
 	if (++op->jobs_done == op->njobs && !op->failed)
 		write_back(op);
 	ruda__collective_maybe_free(op);
+	ruda__pass_step_end(step, "thread pool result", "all-reduce part reduced");
 }
 
 /* Every participant's src is in host memory: reduce in the thread pool. */

@@ -15,6 +15,7 @@
 
 #include "common/launch_decode.h"
 #include "common/log.h"
+#include "common/pass_step.h"
 #include "exec/stream.h"
 #include "requests/admin.h"
 #include "requests/collective.h"
@@ -214,19 +215,15 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 		    ruda__graph_refused_while_capturing(s, req, body, handlers[body].name))
 			goto done;
 		ctx->decoding += use_scratch;
-		uint64_t started = uv_hrtime();
+		struct ruda_step_mark step = ruda__pass_step_begin();
 		if (ctx->test_stall_flush_ms && body == RUDA__REQUEST__BODY_FLUSH)
 			usleep(ctx->test_stall_flush_ms * 1000u);
 		if (handlers[body].run_fd)
 			handlers[body].run_fd(s, req, fd);
 		else
 			handlers[body].run(s, req);
-		/* the loop watch names the slowest request of a slow pass */
-		uint64_t took = uv_hrtime() - started;
-		if (took > ctx->passes.slowest_request_ns) {
-			ctx->passes.slowest_request_ns = took;
-			ctx->passes.slowest_request = handlers[body].name;
-		}
+		/* the loop watch names the slowest step of a slow pass */
+		ruda__pass_step_end(step, "request", handlers[body].name);
 		ctx->decoding -= use_scratch;
 	}
 done:

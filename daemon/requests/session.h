@@ -147,12 +147,9 @@ struct ruda_session_context {
 	 * (ruda__device_counted_ns); for AdminStatus */
 	uint64_t turns_ns;
 	/* the loop's passes (server/loop_watch.c): the longest and how many
-	 * took RUDA_LOOP_SLOW_PASS_MS or more, for AdminStatus; the slowest
-	 * request handled in the pass under way, for its report */
+	 * took RUDA_LOOP_SLOW_PASS_MS or more, for AdminStatus */
 	struct {
 		uint64_t longest_ns, slow;
-		const char *slowest_request;
-		uint64_t slowest_request_ns;
 	} passes;
 	/* RUDA_TEST_STALL_FLUSH_MS: a Flush request sleeps that long on the
 	 * loop, the tests' stand-in for a request that blocks it */

@@ -1,6 +1,7 @@
 #include "server/loop_watch.h"
 
 #include "common/log.h"
+#include "common/pass_step.h"
 #include "device/device.h"
 
 #define MS 1000000ull
@@ -31,10 +32,10 @@ static double ms(uint64_t ns)
 	return (double)ns / (double)MS;
 }
 
-static void report(struct ruda_loop_watch *w, const struct ruda_loop_sample *now, uint64_t busy)
+static void report(struct ruda_loop_watch *w, const struct ruda_loop_sample *now, uint64_t busy,
+		   const struct ruda_pass_step *step)
 {
 	const struct ruda_loop_sample *then = &w->last;
-	const struct ruda_session_context *ctx = w->ctx;
 	if (w->reported_ns && now->ns - w->reported_ns < REPORT_EVERY_NS) {
 		w->unreported++;
 		return;
@@ -43,14 +44,12 @@ static void report(struct ruda_loop_watch *w, const struct ruda_loop_sample *now
 		 record = now->record_ns - then->record_ns,
 		 done = now->completion_ns - then->completion_ns;
 	uint64_t counted = turns + submit + record + done;
-	log_warn("loop: one pass kept it from its events for %.1f ms: clients' turns %.1f ms "
-		 "(the slowest request %s, %.1f ms), submitting %.1f ms, recording %.1f ms, "
+	log_warn("loop: one pass kept it from its events for %.1f ms (its slowest step: %s %s, "
+		 "%.1f ms): clients' turns %.1f ms, submitting %.1f ms, recording %.1f ms, "
 		 "completions %.1f ms, the rest (timers, the thread pool's results and the "
-		 "requests they resumed) %.1f ms; "
-		 "%llu more such passes since the last report",
-		 ms(busy), ms(turns),
-		 ctx->passes.slowest_request ? ctx->passes.slowest_request : "none",
-		 ms(ctx->passes.slowest_request_ns), ms(submit), ms(record), ms(done),
+		 "requests they resumed) %.1f ms; %llu more such passes since the last report",
+		 ms(busy), step->kind ? step->kind : "none", step->what ? step->what : "",
+		 ms(step->ns), ms(turns), ms(submit), ms(record), ms(done),
 		 ms(busy > counted ? busy - counted : 0), (unsigned long long)w->unreported);
 	w->reported_ns = now->ns;
 	w->unreported = 0;
@@ -62,17 +61,16 @@ static void on_prepare(uv_prepare_t *prepare)
 	struct ruda_loop_watch *w = prepare->data;
 	struct ruda_session_context *ctx = w->ctx;
 	struct ruda_loop_sample now = sample(ctx);
+	struct ruda_pass_step step = ruda__pass_step_take();
 	uint64_t wall = now.ns - w->last.ns, idle = now.idle_ns - w->last.idle_ns;
 	uint64_t busy = wall > idle ? wall - idle : 0;
 	if (busy > ctx->passes.longest_ns)
 		ctx->passes.longest_ns = busy;
 	if (busy >= RUDA_LOOP_SLOW_PASS_MS * MS) {
 		ctx->passes.slow++;
-		report(w, &now, busy);
+		report(w, &now, busy, &step);
 	}
 	w->last = now;
-	ctx->passes.slowest_request = NULL;
-	ctx->passes.slowest_request_ns = 0;
 }
 
 int ruda__loop_watch_start(struct ruda_loop_watch *w, uv_loop_t *loop,
@@ -84,6 +82,7 @@ int ruda__loop_watch_start(struct ruda_loop_watch *w, uv_loop_t *loop,
 		return err;
 	w->prepare.data = w;
 	w->last = sample(ctx);
+	ruda__pass_step_take();
 	uv_prepare_start(&w->prepare, on_prepare);
 	/* it only watches: it does not keep the loop alive */
 	uv_unref((uv_handle_t *)&w->prepare);

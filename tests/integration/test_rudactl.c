@@ -900,7 +900,7 @@ static uint64_t slow_passes(const struct test_daemon *d, uint64_t *longest_ns)
 /* A pass of the loop that blocks it for 50 ms or more is counted and
  * logged with where its time went: here a Flush that sleeps 120 ms on the
  * loop (RUDA_TEST_STALL_FLUSH_MS, the stand-in for a request that blocks
- * it), named as the slowest request of the pass. */
+ * it), named as the slowest step of the pass. */
 START_TEST(slow_pass_counted_and_logged)
 {
 	struct test_daemon d;
@@ -909,7 +909,7 @@ START_TEST(slow_pass_counted_and_logged)
 	unsetenv("RUDA_TEST_STALL_FLUSH_MS");
 	ruda_client *c = test_connect(&d, "staller");
 	uint64_t longest, before = slow_passes(&d, &longest);
-	ck_assert_int_eq(test_log_count(&d, "the slowest request Flush"), 0);
+	ck_assert_int_eq(test_log_count(&d, "its slowest step: request Flush"), 0);
 	/* past the one report a second, should a pass before it have been slow
 	 * (start-up, or any under valgrind) */
 	usleep(1100 * 1000);
@@ -919,7 +919,7 @@ START_TEST(slow_pass_counted_and_logged)
 	ck_assert_uint_ge(after, before + 1);
 	ck_assert_uint_ge(longest, 120 * 1000 * 1000ull);
 	ck_assert_int_ge(test_log_count(&d, "loop: one pass kept it from its events for"), 1);
-	ck_assert_int_eq(test_log_count(&d, "the slowest request Flush"), 1);
+	ck_assert_int_eq(test_log_count(&d, "its slowest step: request Flush"), 1);
 	struct ctl_run *r = malloc(sizeof(*r));
 	CTL(r, &d, "status");
 	expect_ok(r, "status");
