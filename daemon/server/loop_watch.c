@@ -27,6 +27,13 @@ static struct ruda_loop_sample sample(const struct ruda_session_context *ctx)
 	return s;
 }
 
+/* A counter's growth; 0 where it went back (a device re-created after a
+ * loss starts its counts again). */
+static uint64_t since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
 static double ms(uint64_t ns)
 {
 	return (double)ns / (double)MS;
@@ -40,9 +47,10 @@ static void report(struct ruda_loop_watch *w, const struct ruda_loop_sample *now
 		w->unreported++;
 		return;
 	}
-	uint64_t turns = now->turns_ns - then->turns_ns, submit = now->submit_ns - then->submit_ns,
-		 record = now->record_ns - then->record_ns,
-		 done = now->completion_ns - then->completion_ns;
+	uint64_t turns = since(now->turns_ns, then->turns_ns),
+		 submit = since(now->submit_ns, then->submit_ns),
+		 record = since(now->record_ns, then->record_ns),
+		 done = since(now->completion_ns, then->completion_ns);
 	uint64_t counted = turns + submit + record + done;
 	log_warn("loop: one pass kept it from its events for %.1f ms (its slowest step: %s %s, "
 		 "%.1f ms): clients' turns %.1f ms, submitting %.1f ms, recording %.1f ms, "
