@@ -84,10 +84,12 @@ static void on_prepare(uv_prepare_t *prepare)
 int ruda__loop_watch_start(struct ruda_loop_watch *w, uv_loop_t *loop,
 			   struct ruda_session_context *ctx)
 {
-	*w = (struct ruda_loop_watch){.ctx = ctx};
+	/* ctx stays NULL unless the handle is made: stop then has none to close */
+	*w = (struct ruda_loop_watch){0};
 	int err = uv_prepare_init(loop, &w->prepare);
 	if (err)
 		return err;
+	w->ctx = ctx;
 	w->prepare.data = w;
 	w->last = sample(ctx);
 	ruda__pass_step_take();
