@@ -579,6 +579,18 @@ START_TEST(full_heap_small_request_waits_in_the_pool)
 }
 END_TEST
 
+/* start_slow_on, with a driver that gives 1 GiB of the heap
+ * (RUDA_TEST_DRIVER_HEAP_BYTES, the stand-in for NVIDIA's refusals short of
+ * the heap's size): the client of round trips. */
+static ruda_client *start_driver_limited(struct test_daemon *d, ruda_handle *small,
+					 const char *devices, const char *set)
+{
+	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
+	ruda_client *b = start_slow_on(d, "round trips", small, devices, set);
+	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	return b;
+}
+
 /* Fill what a RUDA_TEST_DRIVER_HEAP_BYTES driver gives through `c`: buffers
  * of 384 MiB, then halves down to `smallest`, as many as it takes (the
  * first is 384 MiB); how many. */
@@ -602,10 +614,8 @@ START_TEST(driver_refusal_waits_in_the_pool)
 {
 	struct test_daemon d;
 	ruda_handle small;
-	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
 	/* freed pages not kept: the release is a free */
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0", "freed_memory_keep_ms=0");
-	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	ruda_client *b = start_driver_limited(&d, &small, "0", "freed_memory_keep_ms=0");
 	ruda_client *a = test_connect(&d, "fills what the driver gives");
 	ruda_handle fill[MAX_FILL];
 	int n = fill_driver_heap(a, fill, MiB);
@@ -626,9 +636,7 @@ START_TEST(driver_refusal_waits_for_the_other_devices_free)
 {
 	struct test_daemon d;
 	ruda_handle small;
-	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0,0", "freed_memory_keep_ms=0");
-	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	ruda_client *b = start_driver_limited(&d, &small, "0,0", "freed_memory_keep_ms=0");
 	ruda_client *filler = test_connect_device(&d, "fills what the driver gives", 1);
 	ruda_client *a = test_connect(&d, "asks on device 0");
 	/* pages of their own, each its buffer's size (a shared page of a
@@ -655,9 +663,7 @@ START_TEST(driver_refusal_answered_without_the_loop)
 {
 	struct test_daemon d;
 	ruda_handle small;
-	setenv("RUDA_TEST_DRIVER_HEAP_BYTES", "1073741824", 1);
-	ruda_client *b = start_slow_on(&d, "round trips", &small, "0", NULL);
-	unsetenv("RUDA_TEST_DRIVER_HEAP_BYTES");
+	ruda_client *b = start_driver_limited(&d, &small, "0", NULL);
 	ruda_client *a = test_connect(&d, "fills what the driver gives");
 	ruda_handle fill[MAX_FILL];
 	int n = fill_driver_heap(a, fill, 64 * MiB);
