@@ -216,8 +216,6 @@ static void dispatch_decoded(struct ruda_session *s, struct ruda_frame *frame, i
 			goto done;
 		ctx->decoding += use_scratch;
 		struct ruda_step_mark step = ruda__pass_step_begin();
-		if (ctx->test_stall_flush_ms && body == RUDA__REQUEST__BODY_FLUSH)
-			usleep(ctx->test_stall_flush_ms * 1000u);
 		if (handlers[body].run_fd)
 			handlers[body].run_fd(s, req, fd);
 		else

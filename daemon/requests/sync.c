@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ruda/status.h>
 
@@ -228,6 +229,8 @@ bool ruda__wait_settled_ok(struct ruda_session *s, const struct ruda_stream *st)
 void ruda__handle_flush(struct ruda_session *s, const Ruda__Request *req)
 {
 	(void)req;
+	if (s->ctx->test_stall_flush_ms) /* the tests' stand-in for a blocking request */
+		usleep(s->ctx->test_stall_flush_ms * 1000u);
 	if (!s->current->lane)
 		ruda__stream_submit(s->current);
 }
