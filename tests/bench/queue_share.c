@@ -80,10 +80,9 @@ static void destroy_queue(struct probe *p, struct queue *q)
 	pthread_mutex_destroy(&q->lock);
 }
 
-/* A command buffer of `rounds` spin kernels, a barrier before each (the
- * previous round's end), resubmittable while in flight. */
-/* `rounds` rounds of `width` kernels each: a barrier before each round,
- * none between a round's kernels (rudad's lanes record them so). */
+/* A command buffer of `rounds` rounds of `width` spin kernels, a barrier
+ * before each round (the previous round's end) and none between a round's
+ * kernels, as rudad's lanes record them; resubmittable while in flight. */
 static VkCommandBuffer record(struct probe *p, struct queue *q, uint32_t rounds, uint32_t width)
 {
 	VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -166,7 +165,7 @@ static void *busy_main(void *arg)
 struct row {
 	const char *what;
 	uint32_t busy;       /* busy threads, on queues 0, stride, 2 stride, ... */
-	uint32_t rounds;     /* kernels per busy submission */
+	uint32_t rounds;     /* rounds per busy submission */
 	int latency_queue;   /* its queue's index, or -1: a queue of the other family */
 	uint32_t stride;     /* between the busy threads' queues (0: 1) */
 	uint32_t width;      /* kernels side by side in a busy round (0: 1) */
